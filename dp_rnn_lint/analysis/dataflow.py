@@ -1,0 +1,165 @@
+"""Where names are bound and read inside one function, in source order.
+
+Enough flow to trace `pad_packed_sequence(out)` back through `out, _ = self.lstm(packed)` to the
+`pack_padded_sequence(x, ...)` that made `packed`, and to tell whether `x` was rebound in between.
+Branches and loops are not told apart: the latest binding earlier in the source wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Set, Union
+
+import libcst as cst
+
+from .names import parameter_names
+
+
+@dataclass(frozen=True)
+class BindingSite:
+    seq: int
+    value: Optional[cst.BaseExpression]  # None when the bound value cannot be followed (loop target...)
+    tuple_index: Optional[int]  # position in `a, b = value`, None for a plain `a = value`
+
+
+class FunctionFlow(cst.CSTVisitor):
+    """Bindings and references of one function body; nested functions and classes are opaque."""
+
+    def __init__(self, function: Union[cst.FunctionDef, cst.Lambda]) -> None:
+        self.function = function
+        self.parameters: Set[str] = set(parameter_names(function.params))
+        self.seq_of: Dict[cst.CSTNode, int] = {}
+        self.statement_of: Dict[cst.CSTNode, cst.BaseStatement] = {}
+        self.bindings: Dict[str, List[BindingSite]] = {}
+        self._seq = 0
+        self._statements: List[cst.BaseStatement] = []
+        function.body.visit(self)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self._seq += 1
+        if isinstance(node, (cst.Name, cst.Call)):
+            self.seq_of[node] = self._seq
+            if self._statements:
+                self.statement_of[node] = self._statements[-1]
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            self._bind(node.name.value, None, None)
+            return False
+        if isinstance(node, cst.Lambda):
+            return False
+        if isinstance(node, cst.BaseStatement):
+            self._statements.append(node)
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self._seq += 1
+        super().on_leave(original_node)
+        if isinstance(original_node, cst.BaseStatement) and self._statements and self._statements[-1] is original_node:
+            self._statements.pop()
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        for target in original_node.targets:
+            self._bind_target(target.target, original_node.value)
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
+        self._bind_target(original_node.target, original_node.value)
+
+    def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        self._bind_target(original_node.target, None)
+
+    def leave_NamedExpr(self, original_node: cst.NamedExpr) -> None:
+        self._bind_target(original_node.target, original_node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind_target(node.target, None, opaque=True)
+
+    def leave_WithItem(self, original_node: cst.WithItem) -> None:
+        if original_node.asname is not None:
+            self._bind_target(original_node.asname.name, None, opaque=True)
+
+    def _bind_target(self, target: cst.CSTNode, value: Optional[cst.BaseExpression], opaque: bool = False) -> None:
+        if isinstance(target, cst.Name):
+            self._bind(target.value, value, None)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for index, element in enumerate(target.elements):
+                if isinstance(element.value, cst.Name):
+                    self._bind(element.value.value, None if opaque else value, index)
+                else:
+                    self._bind_target(element.value, None, opaque=True)
+
+    def _bind(self, name: str, value: Optional[cst.BaseExpression], index: Optional[int]) -> None:
+        self.bindings.setdefault(name, []).append(BindingSite(self._seq, value, index))
+
+    def binding_before(self, name: str, seq: int) -> Optional[BindingSite]:
+        found = [site for site in self.bindings.get(name, ()) if site.seq < seq]
+        return found[-1] if found else None
+
+    def rebound_between(self, name: str, start: int, end: int) -> bool:
+        return any(start < site.seq < end for site in self.bindings.get(name, ()))
+
+
+def names_used(root: cst.CSTNode) -> Set[str]:
+    """Every identifier under root, nested scopes included: what a new local must not collide with."""
+    found: Set[str] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            found.add(node.value)
+        stack.extend(node.children)
+    return found
+
+
+def fresh_name(base: str, taken: Set[str]) -> str:
+    if base not in taken:
+        return base
+    number = 1
+    while f"{base}_{number}" in taken:
+        number += 1
+    return f"{base}_{number}"
+
+
+@dataclass(frozen=True)
+class PackSite:
+    call: cst.Call  # the pack_padded_sequence(...) call
+
+
+def trace_to_pack(
+    flow: FunctionFlow,
+    expr: cst.BaseExpression,
+    is_pack_call: Callable[[cst.Call], bool],
+    before: Optional[int] = None,
+    depth: int = 0,
+) -> Union[PackSite, str]:
+    """Follow a PackedSequence expression back to the call that packed it; a reason string on failure."""
+    if depth > 12:
+        return "the packed sequence's origin is too far away to follow"
+    if isinstance(expr, cst.Call):
+        if is_pack_call(expr):
+            return PackSite(expr)
+        # An RNN (or any module) run on a PackedSequence returns one with the same batch sizes.
+        positional = [arg for arg in expr.args if arg.keyword is None and not arg.star]
+        if positional:
+            return trace_to_pack(flow, positional[0].value, is_pack_call, flow.seq_of.get(expr, before), depth + 1)
+        return "the packed sequence comes from a call this linter cannot follow"
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Call):
+        index = expr.slice[0].slice if len(expr.slice) == 1 else None
+        if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0":
+            return trace_to_pack(flow, expr.value, is_pack_call, before, depth + 1)
+        return "the packed sequence comes from an expression this linter cannot follow"
+    if isinstance(expr, cst.Name):
+        seq = flow.seq_of.get(expr, before)
+        if seq is None:
+            return "the packed sequence's origin cannot be followed"
+        site = flow.binding_before(expr.value, seq)
+        if site is None:
+            if expr.value in flow.parameters:
+                return f"the packed sequence is the parameter `{expr.value}`"
+            return f"`{expr.value}` is not assigned in this method"
+        if site.value is None:
+            return f"`{expr.value}` is bound by a loop, `with` or another statement this linter cannot follow"
+        if site.tuple_index is None:
+            return trace_to_pack(flow, site.value, is_pack_call, site.seq, depth + 1)
+        if site.tuple_index == 0 and isinstance(site.value, cst.Call):
+            return trace_to_pack(flow, site.value, is_pack_call, site.seq, depth + 1)
+        return f"`{expr.value}` is not the output of an RNN call"
+    return "the packed sequence comes from an expression this linter cannot follow"

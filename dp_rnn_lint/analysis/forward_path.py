@@ -1,0 +1,287 @@
+"""What runs on a DataParallel replica: `forward` and every method it reaches through `self.m(...)`.
+
+The walk flattens that path into events in execution order (calls are recorded when they return,
+so arguments come first, and a helper's events are spliced in where it is called). Branches are not
+told apart: a statement counts as having run once it appears earlier in the source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Set, Union
+
+import libcst as cst
+
+from .modules import ModuleClass, ModuleModel, RnnSubmodule, is_self_attribute, self_name, string_value
+from .names import Scope
+from .torch_names import PAD_PACKED_SEQUENCE, canonical
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """The RNN held in `attr` runs."""
+
+    attr: str
+    call: cst.Call
+    method: cst.FunctionDef  # the method (not a nested function) whose body holds the call
+    statement: Optional[cst.BaseStatement]  # the innermost statement holding the call
+
+
+@dataclass(frozen=True)
+class Flatten:
+    attr: str
+    call: cst.Call
+    method: cst.FunctionDef
+
+
+@dataclass(frozen=True)
+class WeightReplacement:
+    """The RNN's weights are swapped for new tensors (weight drop), which undoes flattening."""
+
+    attr: str
+    node: cst.CSTNode
+
+
+@dataclass(frozen=True)
+class PadCall:
+    call: cst.Call
+    function: Union[cst.FunctionDef, cst.Lambda]  # innermost function holding the call
+    scope: Scope
+
+
+Event = Union[Invocation, Flatten, WeightReplacement, PadCall]
+
+
+class ForwardPath:
+    """The events of one module class's forward pass."""
+
+    def __init__(self, model: ModuleModel, cls: ModuleClass) -> None:
+        self.model = model
+        self.cls = cls
+        self.rnns: Dict[str, RnnSubmodule] = model.rnn_submodules(cls)
+        self._cache: Dict[cst.FunctionDef, List[Event]] = {}
+        self.methods_on_path: List[cst.FunctionDef] = []
+        found = cls.find_method("forward")
+        self.events: List[Event] = self.walk(found[0], found[1], set()) if found else []
+
+    def walk(self, method: cst.FunctionDef, owner: ModuleClass, active: Set[cst.FunctionDef]) -> List[Event]:
+        if method in self._cache:
+            return self._cache[method]
+        if method not in self.methods_on_path:
+            self.methods_on_path.append(method)
+        walker = _MethodWalker(self, method, owner, active | {method})
+        method.body.visit(walker)
+        self._cache[method] = walker.events
+        return walker.events
+
+
+class _MethodWalker(cst.CSTVisitor):
+    def __init__(self, path: ForwardPath, method: cst.FunctionDef, owner: ModuleClass, active: Set[cst.FunctionDef]) -> None:
+        self.path = path
+        self.model = path.model
+        self.method = method
+        self.owner = owner
+        self.active = active
+        self.me = self_name(method)
+        self.events: List[Event] = []
+        self._scopes: List[Scope] = [self.model.resolver.scopes[method]]
+        self._functions: List[Union[cst.FunctionDef, cst.Lambda]] = [method]
+        self._statements: List[cst.BaseStatement] = []
+        # Local names that stand for an RNN attribute: loop variables over a ModuleList, `rnn = self.rnn`.
+        self._loop_aliases: List[Dict[str, str]] = []
+        self._aliases: Dict[str, str] = {}
+
+    # -- bookkeeping --------------------------------------------------------------------------------
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.BaseStatement):
+            self._statements.append(node)
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            self._functions.append(node)
+            self._scopes.append(self.model.resolver.scopes[node])
+        elif isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            self._scopes.append(self.model.resolver.scopes.get(node, self._scopes[-1]))
+            self._loop_aliases.append(self._comprehension_aliases(node))
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        if isinstance(original_node, cst.BaseStatement):
+            self._statements.pop()
+        if isinstance(original_node, (cst.FunctionDef, cst.Lambda)):
+            self._functions.pop()
+            self._scopes.pop()
+        elif isinstance(original_node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            self._scopes.pop()
+            self._loop_aliases.pop()
+
+    @property
+    def scope(self) -> Scope:
+        return self._scopes[-1]
+
+    # -- which expressions stand for an RNN ---------------------------------------------------------
+    def rnn_attr(self, node: cst.CSTNode) -> Optional[str]:
+        """The RNN attribute an expression refers to: `self.lstm`, `self.layers[i]`, a loop variable."""
+        attr = is_self_attribute(node, self.me)
+        if attr in self.path.rnns:
+            return attr
+        if isinstance(node, cst.Subscript):
+            attr = is_self_attribute(node.value, self.me)
+            if attr in self.path.rnns and self.path.rnns[attr].is_list:
+                return attr
+        if isinstance(node, cst.Name):
+            for aliases in reversed(self._loop_aliases):
+                if node.value in aliases:
+                    return aliases[node.value]
+            return self._aliases.get(node.value)
+        return None
+
+    def _list_attr(self, node: cst.CSTNode) -> Optional[str]:
+        attr = is_self_attribute(node, self.me)
+        if attr in self.path.rnns and self.path.rnns[attr].is_list:
+            return attr
+        return None
+
+    def _iteration_aliases(self, target: cst.CSTNode, iterable: cst.CSTNode) -> Dict[str, str]:
+        """`for layer in self.layers`, `enumerate(self.layers)`, `zip(self.layers, ...)`."""
+        attr = self._list_attr(iterable)
+        if attr and isinstance(target, cst.Name):
+            return {target.value: attr}
+        if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
+            if iterable.func.value == "reversed" and iterable.args:
+                return self._iteration_aliases(target, iterable.args[0].value)
+            if not isinstance(target, (cst.Tuple, cst.List)):
+                return {}
+            elements = [e.value for e in target.elements]
+            if iterable.func.value == "enumerate" and iterable.args and len(elements) == 2:
+                return self._iteration_aliases(elements[1], iterable.args[0].value)
+            if iterable.func.value == "zip":
+                found: Dict[str, str] = {}
+                for element, arg in zip(elements, iterable.args):
+                    found.update(self._iteration_aliases(element, arg.value))
+                return found
+        return {}
+
+    def _comprehension_aliases(self, node: cst.CSTNode) -> Dict[str, str]:
+        found: Dict[str, str] = {}
+        comp = node.for_in
+        while comp is not None:
+            found.update(self._iteration_aliases(comp.target, comp.iter))
+            comp = comp.inner_for_in
+        return found
+
+    # -- statements ---------------------------------------------------------------------------------
+    def visit_For(self, node: cst.For) -> None:
+        self._loop_aliases.append(self._iteration_aliases(node.target, node.iter))
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._loop_aliases.pop()
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        for target in original_node.targets:
+            node = target.target
+            if isinstance(node, cst.Name):
+                attr = self.rnn_attr(original_node.value)
+                if attr:
+                    self._aliases[node.value] = attr
+                else:
+                    self._aliases.pop(node.value, None)
+            self._note_weight_replacement(node)
+
+    def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
+        self._note_weight_replacement(original_node.target)
+
+    def _note_weight_replacement(self, target: cst.CSTNode) -> None:
+        # self.rnn.weight_hh_l0 = ...  or  self.rnn._parameters["weight_hh_l0"] = ...
+        if isinstance(target, cst.Attribute) and target.attr.value.startswith(("weight_", "bias_")):
+            attr = self.rnn_attr(target.value)
+            if attr:
+                self.events.append(WeightReplacement(attr, target))
+        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Attribute):
+            if target.value.attr.value == "_parameters":
+                attr = self.rnn_attr(target.value.value)
+                if attr:
+                    self.events.append(WeightReplacement(attr, target))
+
+    # -- calls --------------------------------------------------------------------------------------
+    def leave_Call(self, original_node: cst.Call) -> None:
+        func = original_node.func
+        # self.lstm(x), self.layers[i](x), layer(x) inside `for layer in self.layers`
+        attr = self.rnn_attr(func)
+        if attr:
+            self._invocation(attr, original_node)
+            return
+        if isinstance(func, cst.Attribute):
+            target_attr = self.rnn_attr(func.value)
+            if target_attr:
+                if func.attr.value == "flatten_parameters":
+                    self.events.append(Flatten(target_attr, original_node, self.method))
+                elif func.attr.value == "forward":
+                    self._invocation(target_attr, original_node)
+                elif func.attr.value == "register_parameter":
+                    self.events.append(WeightReplacement(target_attr, original_node))
+                return
+            helper = is_self_attribute(func, self.me)
+            if helper is not None:
+                self._inline(helper, after=None)
+                return
+            if self._is_super_call(func.value):
+                self._inline(func.attr.value, after=self.owner)
+                return
+        qualified = self.model.resolver.qualified_name(func, self.scope)
+        if qualified == "builtins.setattr" and len(original_node.args) == 3:
+            attr = self.rnn_attr(original_node.args[0].value)
+            if attr:
+                self.events.append(WeightReplacement(attr, original_node))
+            return
+        if canonical(qualified) == PAD_PACKED_SEQUENCE:
+            self.events.append(PadCall(original_node, self._functions[-1], self.scope))
+
+    def _invocation(self, attr: str, call: cst.Call) -> None:
+        statement = self._statements[-1] if self._statements else None
+        self.events.append(Invocation(attr, call, self.method, statement))
+
+    def _is_super_call(self, node: cst.CSTNode) -> bool:
+        return (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value == "super"
+            and self.model.resolver.qualified_name(node.func, self.scope) == "builtins.super"
+        )
+
+    def _inline(self, name: str, after: Optional[ModuleClass]) -> None:
+        found = self.path.cls.find_method(name, after=after)
+        if found is None:
+            return
+        method, owner = found
+        if method in self.active:
+            return  # recursion: its events are already being collected
+        self.events.extend(self.path.walk(method, owner, self.active))
+
+
+def flatten_call_sites(model: ModuleModel, cls: ModuleClass, attr: str) -> List[str]:
+    """Names of the class's methods that call flatten_parameters() on `attr` at all, on the path or not."""
+    sites = []
+    for owner in cls.mro():
+        for name, method in owner.methods.items():
+            me = self_name(method)
+            for node in _calls(method):
+                func = node.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "flatten_parameters":
+                    target = func.value
+                    if isinstance(target, cst.Subscript):
+                        target = target.value
+                    if is_self_attribute(target, me) == attr and name not in sites:
+                        sites.append(name)
+    return sites
+
+
+def _calls(root: cst.CSTNode):
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Call):
+            yield node
+        stack.extend(node.children)
+
+
+__all__ = ["ForwardPath", "Invocation", "Flatten", "WeightReplacement", "PadCall", "flatten_call_sites", "string_value"]

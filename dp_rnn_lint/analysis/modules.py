@@ -1,0 +1,430 @@
+"""nn.Module classes of one file, their methods, and which of their attributes hold RNNs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import libcst as cst
+
+from .names import ASSIGN, DEF, PARAM, NameResolver, Scope, parameter_names
+from .torch_names import MODULE_LIST, TORCH_NN, canonical, is_module_base, rnn_kind
+
+# How deep to follow names through assignments before giving up (guards against cycles).
+_MAX_DEPTH = 8
+_LIST_GROWERS = ("append", "extend", "insert")
+
+
+@dataclass(frozen=True)
+class RnnSubmodule:
+    """An attribute of a module class that holds an RNN, or an nn.ModuleList of them."""
+
+    attr: str
+    kind: str  # "nn.LSTM", "nn.LSTM or nn.GRU", "an RNN class chosen at run time"
+    is_list: bool
+
+
+@dataclass
+class _RnnValue:
+    kind: str
+    is_list: bool = False
+    empty_list: bool = False  # nn.ModuleList() still to be filled by append
+
+
+@dataclass
+class ModuleClass:
+    node: cst.ClassDef
+    scope: Scope
+    bases: List["ModuleClass"] = field(default_factory=list)
+    methods: Dict[str, cst.FunctionDef] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.node.name.value
+
+    def mro(self) -> List["ModuleClass"]:
+        order: List[ModuleClass] = []
+        stack = [self]
+        while stack:
+            cls = stack.pop(0)
+            if cls not in order:
+                order.append(cls)
+                stack.extend(cls.bases)
+        return order
+
+    def find_method(self, name: str, after: Optional["ModuleClass"] = None) -> Optional[Tuple[cst.FunctionDef, "ModuleClass"]]:
+        """The method `name` as seen from this class (or, for super(), from classes after `after`)."""
+        order = self.mro()
+        if after is not None and after in order:
+            order = order[order.index(after) + 1:]
+        for cls in order:
+            if name in cls.methods:
+                return cls.methods[name], cls
+        return None
+
+
+def self_name(method: cst.FunctionDef) -> Optional[str]:
+    """The name of a method's instance parameter, None for static methods."""
+    for decorator in method.decorators:
+        if isinstance(decorator.decorator, cst.Name) and decorator.decorator.value in ("staticmethod", "classmethod"):
+            return None
+    params = list(method.params.posonly_params) + list(method.params.params)
+    return params[0].name.value if params else None
+
+
+def is_self_attribute(node: cst.CSTNode, self_param: Optional[str]) -> Optional[str]:
+    """`attr` for `self.attr`, else None."""
+    if (
+        self_param is not None
+        and isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == self_param
+    ):
+        return node.attr.value
+    return None
+
+
+def string_value(node: cst.CSTNode) -> Optional[str]:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def iter_nodes(root: cst.CSTNode, types: tuple, skip_nested_scopes: bool = False) -> Iterator[cst.CSTNode]:
+    """Every node of the given types under root, in source order."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, types):
+            yield node
+        if skip_nested_scopes and node is not root and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        stack.extend(reversed(node.children))
+
+
+class ModuleModel:
+    """What one file's classes mean: which are nn.Modules and where their RNNs are."""
+
+    def __init__(self, module: cst.Module, resolver: NameResolver) -> None:
+        self.module = module
+        self.resolver = resolver
+        self._class_scopes = {node: scope for node, scope in resolver.scopes.items() if isinstance(node, cst.ClassDef)}
+        self._is_module_memo: Dict[cst.ClassDef, bool] = {}
+        self._rnn_class_memo: Dict[cst.ClassDef, Optional[str]] = {}
+        self._factory_memo: Dict[cst.FunctionDef, Optional[str]] = {}
+        self.classes: List[ModuleClass] = []
+        by_node: Dict[cst.ClassDef, ModuleClass] = {}
+        for node, scope in self._class_scopes.items():
+            if self._is_module(node):
+                cls = ModuleClass(node=node, scope=scope)
+                for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
+                    if isinstance(statement, cst.FunctionDef):
+                        cls.methods[statement.name.value] = statement
+                by_node[node] = cls
+                self.classes.append(cls)
+        for cls in self.classes:
+            cls.bases = [by_node[base] for base in self._same_file_bases(cls.node) if base in by_node]
+        self._rnn_memo: Dict[int, Dict[str, RnnSubmodule]] = {}
+
+    # -- classes ------------------------------------------------------------------------------------
+    def _same_file_bases(self, node: cst.ClassDef) -> List[cst.ClassDef]:
+        scope = self._class_scopes[node].parent
+        bases = []
+        for arg in node.bases:
+            if isinstance(arg.value, cst.Name):
+                found = self.resolver.bindings(arg.value.value, scope)
+                for binding in found:
+                    if binding.kind == DEF and isinstance(binding.node, cst.ClassDef) and binding.node is not node:
+                        bases.append(binding.node)
+        return bases
+
+    def _is_module(self, node: cst.ClassDef, depth: int = 0) -> bool:
+        if node in self._is_module_memo:
+            return self._is_module_memo[node]
+        self._is_module_memo[node] = False  # cycle guard
+        scope = self._class_scopes[node].parent
+        result = any(is_module_base(self.resolver.qualified_name(arg.value, scope)) for arg in node.bases)
+        if not result and depth < _MAX_DEPTH:
+            result = any(self._is_module(base, depth + 1) for base in self._same_file_bases(node))
+        self._is_module_memo[node] = result
+        return result
+
+    def rnn_subclass_kind(self, node: cst.ClassDef, depth: int = 0) -> Optional[str]:
+        """"nn.LSTM" when a class of this file subclasses torch's LSTM (directly or via this file)."""
+        if node in self._rnn_class_memo:
+            return self._rnn_class_memo[node]
+        self._rnn_class_memo[node] = None
+        scope = self._class_scopes[node].parent
+        kind = None
+        for arg in node.bases:
+            found = rnn_kind(self.resolver.qualified_name(arg.value, scope))
+            if found:
+                kind = f"nn.{found}"
+                break
+        if kind is None and depth < _MAX_DEPTH:
+            for base in self._same_file_bases(node):
+                kind = self.rnn_subclass_kind(base, depth + 1)
+                if kind:
+                    break
+        self._rnn_class_memo[node] = kind
+        return kind
+
+    # -- what an expression evaluates to ------------------------------------------------------------
+    def rnn_class_kind(self, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> Optional[str]:
+        """The RNN class an expression evaluates to ("nn.LSTM"), or None when it is not one."""
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.IfExp):
+            body = self.rnn_class_kind(expr.body, scope, depth + 1)
+            orelse = self.rnn_class_kind(expr.orelse, scope, depth + 1)
+            return _join_kinds([body, orelse])
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            found = rnn_kind(self.resolver.qualified_name(expr, scope))
+            if found:
+                return f"nn.{found}"
+            if isinstance(expr, cst.Name):
+                return self._name_kind(expr.value, scope, depth, self.rnn_class_kind)
+            return None
+        if isinstance(expr, cst.Call):
+            return self._getattr_rnn_class(expr, scope)
+        if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):
+            owner = self.resolver.owner(expr.value.value, scope)
+            found = owner.bindings[expr.value.value] if owner else ()
+            if len(found) == 1 and found[0].kind == ASSIGN and isinstance(found[0].value, cst.Dict):
+                kinds = [
+                    self.rnn_class_kind(element.value, owner, depth + 1) if isinstance(element, cst.DictElement) else None
+                    for element in found[0].value.elements
+                ]
+                return _join_kinds(kinds) if kinds else None
+        return None
+
+    def _getattr_rnn_class(self, call: cst.Call, scope: Scope) -> Optional[str]:
+        """getattr(nn, "LSTM") or getattr(nn, rnn_type): a class looked up on torch.nn by name."""
+        if self.resolver.qualified_name(call.func, scope) != "builtins.getattr" or len(call.args) < 2:
+            return None
+        if canonical(self.resolver.qualified_name(call.args[0].value, scope)) not in (TORCH_NN, "torch.nn.modules"):
+            return None
+        literal = string_value(call.args[1].value)
+        if literal is not None:
+            found = rnn_kind(f"torch.nn.{literal}")
+            return f"nn.{found}" if found else None
+        return "an RNN class chosen at run time"
+
+    def _name_kind(self, name: str, scope: Scope, depth: int, evaluate) -> Optional[str]:
+        """Follow a plain name to every value bound to it; all must agree that it is an RNN."""
+        owner = self.resolver.owner(name, scope)
+        if owner is None:
+            return None
+        kinds = []
+        for binding in owner.bindings[name]:
+            if binding.kind == ASSIGN:
+                kinds.append(evaluate(binding.value, owner, depth + 1))
+            elif binding.kind == PARAM and binding.value is not None:
+                kinds.append(evaluate(binding.value, owner.parent or owner, depth + 1))
+            elif binding.kind == DEF and isinstance(binding.node, cst.ClassDef) and evaluate == self.rnn_class_kind:
+                kinds.append(self.rnn_subclass_kind(binding.node))
+            else:
+                return None
+        return _join_kinds(kinds) if kinds else None
+
+    def rnn_instance(self, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> Optional[_RnnValue]:
+        """What an expression builds when it builds an RNN or an nn.ModuleList of RNNs."""
+        if depth > _MAX_DEPTH:
+            return None
+        if isinstance(expr, cst.Call):
+            kind = self.rnn_class_kind(expr.func, scope, depth + 1)
+            if kind:
+                return _RnnValue(kind)
+            factory = self._factory_kind(expr.func, scope)
+            if factory:
+                return _RnnValue(factory)
+            if canonical(self.resolver.qualified_name(expr.func, scope)) == MODULE_LIST:
+                return self._module_list(expr, scope, depth)
+            return None
+        if isinstance(expr, cst.IfExp):
+            body = self.rnn_instance(expr.body, scope, depth + 1)
+            orelse = self.rnn_instance(expr.orelse, scope, depth + 1)
+            if body and orelse and not body.is_list and not orelse.is_list:
+                return _RnnValue(_join_kinds([body.kind, orelse.kind]))
+            return None
+        if isinstance(expr, cst.Name):
+            owner = self.resolver.owner(expr.value, scope)
+            if owner is None or owner.kind == "module":
+                return None
+            values = []
+            for binding in owner.bindings[expr.value]:
+                if binding.kind != ASSIGN:
+                    return None
+                values.append(self.rnn_instance(binding.value, owner, depth + 1))
+            if values and all(v is not None and not v.is_list for v in values):
+                return _RnnValue(_join_kinds([v.kind for v in values]))
+        return None
+
+    def _module_list(self, call: cst.Call, scope: Scope, depth: int) -> Optional[_RnnValue]:
+        if not call.args:
+            return _RnnValue("", is_list=True, empty_list=True)
+        items = call.args[0].value
+        kinds: List[Optional[str]] = []
+        if isinstance(items, (cst.List, cst.Tuple)):
+            for element in items.elements:
+                value = self.rnn_instance(element.value, scope, depth + 1)
+                kinds.append(value.kind if value and not value.is_list else None)
+        elif isinstance(items, (cst.ListComp, cst.GeneratorExp)):
+            inner = self.resolver.scopes.get(items, scope)
+            value = self.rnn_instance(items.elt, inner, depth + 1)
+            kinds.append(value.kind if value and not value.is_list else None)
+        elif isinstance(items, cst.Name):
+            # layers = [] ... layers.append(nn.LSTM(...)) ... nn.ModuleList(layers)
+            owner = self.resolver.owner(items.value, scope)
+            if owner is None or owner.kind != "function":
+                return None
+            for binding in owner.bindings[items.value]:
+                if binding.kind != ASSIGN:
+                    return None
+                if isinstance(binding.value, (cst.List, cst.Tuple)):
+                    for element in binding.value.elements:
+                        value = self.rnn_instance(element.value, owner, depth + 1)
+                        kinds.append(value.kind if value and not value.is_list else None)
+                elif isinstance(binding.value, cst.ListComp):
+                    value = self.rnn_instance(binding.value.elt, self.resolver.scopes.get(binding.value, owner), depth + 1)
+                    kinds.append(value.kind if value and not value.is_list else None)
+                else:
+                    return None
+            for call_node in iter_nodes(owner.node, (cst.Call,), skip_nested_scopes=True):
+                func = call_node.func
+                if (
+                    isinstance(func, cst.Attribute)
+                    and isinstance(func.value, cst.Name)
+                    and func.value.value == items.value
+                    and func.attr.value in _LIST_GROWERS
+                    and call_node.args
+                ):
+                    kinds.append(self._grown_kind(func.attr.value, call_node, owner, depth))
+        else:
+            return None
+        if not kinds or any(kind is None for kind in kinds):
+            return None
+        return _RnnValue(_join_kinds(kinds), is_list=True)
+
+    def _grown_kind(self, method: str, call: cst.Call, scope: Scope, depth: int) -> Optional[str]:
+        """The kind of what `.append(x)`, `.insert(i, x)` or `.extend([...])` adds to a list."""
+        arg = call.args[-1].value if method == "insert" else call.args[0].value
+        if method == "extend":
+            if isinstance(arg, (cst.List, cst.Tuple)):
+                values = [self.rnn_instance(e.value, scope, depth + 1) for e in arg.elements]
+            elif isinstance(arg, (cst.ListComp, cst.GeneratorExp)):
+                values = [self.rnn_instance(arg.elt, self.resolver.scopes.get(arg, scope), depth + 1)]
+            else:
+                return None
+            if values and all(v and not v.is_list for v in values):
+                return _join_kinds([v.kind for v in values])
+            return None
+        value = self.rnn_instance(arg, scope, depth + 1)
+        return value.kind if value and not value.is_list else None
+
+    def _factory_kind(self, func: cst.BaseExpression, scope: Scope) -> Optional[str]:
+        """A function of this file that builds and returns a new RNN (fairseq's `def LSTM(...)`)."""
+        if not isinstance(func, cst.Name):
+            return None
+        found = self.resolver.bindings(func.value, scope)
+        if len(found) != 1 or found[0].kind != DEF or not isinstance(found[0].node, cst.FunctionDef):
+            return None
+        node = found[0].node
+        if node in self._factory_memo:
+            return self._factory_memo[node]
+        self._factory_memo[node] = None
+        function_scope = self.resolver.scopes[node]
+        returns = list(iter_nodes(node.body, (cst.Return,), skip_nested_scopes=True))
+        kinds = []
+        for statement in returns:
+            value = self.rnn_instance(statement.value, function_scope) if statement.value is not None else None
+            kinds.append(value.kind if value and not value.is_list else None)
+        kind = _join_kinds(kinds) if kinds else None
+        self._factory_memo[node] = kind
+        return kind
+
+    # -- RNN attributes -----------------------------------------------------------------------------
+    def rnn_submodules(self, cls: ModuleClass) -> Dict[str, RnnSubmodule]:
+        """Attributes of `cls` (set in any of its methods or its bases') that hold RNNs."""
+        key = id(cls)
+        if key in self._rnn_memo:
+            return self._rnn_memo[key]
+        assigned: Dict[str, List[Optional[_RnnValue]]] = {}
+        grown: Dict[str, List[Optional[str]]] = {}
+        for owner in cls.mro():
+            for method in owner.methods.values():
+                self._collect_assignments(method, assigned, grown)
+        result = {}
+        for attr, values in assigned.items():
+            if any(value is None for value in values):
+                continue
+            if all(not value.is_list for value in values):
+                result[attr] = RnnSubmodule(attr, _join_kinds([v.kind for v in values]), is_list=False)
+            elif all(value.is_list for value in values):
+                extra = grown.get(attr, [])
+                if any(kind is None for kind in extra):
+                    continue
+                kinds = [v.kind for v in values if not v.empty_list] + list(extra)
+                if kinds:
+                    result[attr] = RnnSubmodule(attr, _join_kinds(kinds), is_list=True)
+        self._rnn_memo[key] = result
+        return result
+
+    def _collect_assignments(self, method: cst.FunctionDef, assigned: Dict, grown: Dict) -> None:
+        me = self_name(method)
+        if me is None:
+            return
+        scope = self.resolver.scopes[method]
+        for node in iter_nodes(method.body, (cst.Assign, cst.AnnAssign, cst.Call)):
+            inner = scope  # assignments in nested functions of __init__ are rare; the method scope is close enough
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    attr = is_self_attribute(target.target, me)
+                    if attr:
+                        assigned.setdefault(attr, []).append(self.rnn_instance(node.value, inner))
+            elif isinstance(node, cst.AnnAssign):
+                attr = is_self_attribute(node.target, me)
+                if attr and node.value is not None:
+                    assigned.setdefault(attr, []).append(self.rnn_instance(node.value, inner))
+            else:
+                func = node.func
+                registered = self._registered_attribute(node, me, inner)
+                if registered is not None:
+                    name, value = registered
+                    assigned.setdefault(name, []).append(self.rnn_instance(value, inner))
+                elif isinstance(func, cst.Attribute) and func.attr.value in _LIST_GROWERS and node.args:
+                    attr = is_self_attribute(func.value, me)
+                    if attr:
+                        grown.setdefault(attr, []).append(self._grown_kind(func.attr.value, node, inner, 0))
+
+    def _registered_attribute(self, call: cst.Call, me: str, scope: Scope) -> Optional[Tuple[str, cst.BaseExpression]]:
+        """`setattr(self, "rnn", value)` and `self.add_module("rnn", value)` set an attribute too."""
+        func = call.func
+        if len(call.args) == 3 and self.resolver.qualified_name(func, scope) == "builtins.setattr":
+            target, name = call.args[0].value, string_value(call.args[1].value)
+            if isinstance(target, cst.Name) and target.value == me and name:
+                return name, call.args[2].value
+        if len(call.args) == 2 and is_self_attribute(func, me) in ("add_module", "register_module"):
+            name = string_value(call.args[0].value)
+            if name:
+                return name, call.args[1].value
+        return None
+
+    # -- helpers for rules --------------------------------------------------------------------------
+    def forward_method(self, cls: ModuleClass) -> Optional[Tuple[cst.FunctionDef, ModuleClass]]:
+        return cls.find_method("forward")
+
+    def method_parameters(self, method: cst.FunctionDef) -> List[str]:
+        return parameter_names(method.params)
+
+
+def _join_kinds(kinds: List[Optional[str]]) -> Optional[str]:
+    if not kinds or any(kind is None for kind in kinds):
+        return None
+    unique: List[str] = []
+    for kind in kinds:
+        for part in kind.split(" or "):
+            if part and part not in unique:
+                unique.append(part)
+    return " or ".join(unique)

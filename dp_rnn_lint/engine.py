@@ -1,0 +1,165 @@
+"""One file's journey: read and decode, pre-filter, parse, analyse, run the rules, locate, fix.
+
+The CLI and the flake8 plugin both go through `check_source`, so they see the same findings.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, List, Optional, Sequence, Tuple, Union
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from .analysis import FileAnalysis
+from .files import FileProblem, module_name_for, read_source, write_atomically
+from .findings import Finding, Violation
+from .fixes import FixError, apply_edits, check_compiles
+from .noqa import is_suppressed, noqa_lines
+from .rules import ALL_RULES, Rule
+
+# A file none of these words appear in cannot hold an RNN or a pad_packed_sequence call, so it is
+# never parsed. (An RNN class reached only through getattr(nn, name) with no RNN word anywhere in the
+# file is the one thing this skips.)
+_CANDIDATE = re.compile(rb"rnn|lstm|gru|pad_packed", re.IGNORECASE)
+
+# Fixing one finding never creates another, but a fixed file is checked again to be sure.
+_MAX_FIX_ROUNDS = 3
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which codes are on: the longest matching prefix of --select and --ignore decides."""
+
+    select: Tuple[str, ...] = ("DPR",)
+    ignore: Tuple[str, ...] = ()
+
+    def enabled(self, code: str) -> bool:
+        selected = max((len(p) for p in self.select if p == "ALL" or code.startswith(p)), default=-1)
+        ignored = max((len(p) for p in self.ignore if p == "ALL" or code.startswith(p)), default=-1)
+        return selected >= 0 and selected > ignored
+
+    def rules(self) -> List[Rule]:
+        return [rule for rule in ALL_RULES if self.enabled(rule.code)]
+
+
+def may_contain_candidates(source: Union[str, bytes]) -> bool:
+    data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
+    return _CANDIDATE.search(data) is not None
+
+
+def parse(source: Union[str, bytes], path: str) -> cst.Module:
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        message = str(error.message).strip().splitlines()[0] if error.message else "invalid syntax"
+        raise FileProblem(f"{error.raw_line}:{error.raw_column + 1}: cannot parse: {message}") from error
+    except (UnicodeDecodeError, LookupError) as error:
+        raise FileProblem(f"cannot decode: {error}") from error
+    except (SyntaxError, ValueError) as error:
+        raise FileProblem(f"cannot parse: {error}") from error
+    except RecursionError as error:
+        raise FileProblem("cannot parse: nested too deeply") from error
+
+
+def _violations(module: cst.Module, path: str, rules: Sequence[Rule]) -> List[Violation]:
+    module_name, is_package = module_name_for(path) if path else (None, False)
+    analysis = FileAnalysis(module, module_name, is_package)
+    found: List[Violation] = []
+    for rule in rules:
+        found.extend(rule.check(analysis))
+    return found
+
+
+def _locate(module: cst.Module, path: str, violations: Sequence[Violation]) -> List[Finding]:
+    if not violations:
+        return []
+    # Positions cost a full pass over the tree, so they are computed only for files with findings.
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    findings = []
+    seen = set()
+    for violation in violations:
+        start = positions[violation.node].start
+        key = (start.line, start.column, violation.code)
+        if key in seen:
+            continue  # the same call reported through two classes sharing a method
+        seen.add(key)
+        findings.append(Finding(path, start.line, start.column + 1, violation.code, violation.message, violation.fix))
+    findings.sort(key=lambda f: (f.line, f.col, f.code))
+    return findings
+
+
+def check_source(source: Union[str, bytes], path: str = "", selection: Selection = Selection()) -> List[Finding]:
+    """Every finding in one file's source, noqa comments not applied. Raises FileProblem."""
+    rules = selection.rules()
+    if not rules or not may_contain_candidates(source):
+        return []
+    module = parse(source, path)
+    return _locate(module, path, _violations(module, path, rules))
+
+
+def without_suppressed(findings: Iterable[Finding], text: str) -> List[Finding]:
+    findings = list(findings)
+    if not findings:
+        return []
+    lines = noqa_lines(text)
+    return [f for f in findings if not is_suppressed(f.code, lines.get(f.line, ""))]
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: List[Finding] = field(default_factory=list)
+    problem: Optional[str] = None
+    original: Optional[bytes] = None
+    fixed: Optional[bytes] = None  # the fixed content, when fixing changed something
+    fixed_count: int = 0
+
+
+def lint_source(source: bytes, path: str, selection: Selection = Selection(), fix: bool = False) -> FileResult:
+    """Findings left after noqa (and after fixing, when asked); the fixed bytes are not written."""
+    result = FileResult(path, original=source)
+    rules = selection.rules()
+    if not rules or not may_contain_candidates(source):
+        return result
+    try:
+        module = parse(source, path)
+        findings = without_suppressed(_locate(module, path, _violations(module, path, rules)), module.code)
+        if fix:
+            rounds = 0
+            while rounds < _MAX_FIX_ROUNDS and any(f.fixable for f in findings):
+                rounds += 1
+                edits = [edit for f in findings if f.fix is not None for edit in f.fix.edits]
+                fixed_module = apply_edits(module, edits)
+                new_bytes = fixed_module.bytes
+                check_compiles(new_bytes, path or "<source>")
+                if new_bytes == module.bytes:
+                    break
+                result.fixed_count += sum(1 for f in findings if f.fixable)
+                module = parse(new_bytes, path)
+                findings = without_suppressed(_locate(module, path, _violations(module, path, rules)), module.code)
+            if module.bytes != source:
+                result.fixed = module.bytes
+        result.findings = findings
+    except FileProblem as problem:
+        result.problem = str(problem)
+    except FixError as problem:
+        result.problem = str(problem)
+    return result
+
+
+def lint_path(path: str, selection: Selection = Selection(), fix: bool = False, write: bool = False) -> FileResult:
+    try:
+        source = read_source(path)
+    except FileProblem as problem:
+        return FileResult(path, problem=str(problem))
+    result = lint_source(source, path, selection, fix=fix)
+    if write and result.fixed is not None and result.problem is None:
+        try:
+            write_atomically(path, result.fixed, source)
+        except FileProblem as problem:
+            result.problem = str(problem)
+            result.fixed = None
+            result.fixed_count = 0
+    return result

@@ -1,0 +1,67 @@
+"""What rules produce and front ends consume: violations, their fixes, and located findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple, Union
+
+import libcst as cst
+
+# A statement to insert, as (indent level, text) lines relative to where it goes; the fix applier
+# renders them with the file's own indentation and line ending.
+StatementLines = Tuple[Tuple[int, str], ...]
+
+
+@dataclass(frozen=True)
+class InsertAtBodyStart:
+    """Insert statements as the first of a function's body, after its docstring."""
+
+    function: cst.FunctionDef
+    lines: StatementLines
+
+
+@dataclass(frozen=True)
+class InsertBeforeStatement:
+    statement: cst.BaseStatement
+    lines: StatementLines
+
+
+@dataclass(frozen=True)
+class AppendKeywordArgument:
+    call: cst.Call
+    keyword: str
+    value: str  # source text of the argument's value
+
+
+Edit = Union[InsertAtBodyStart, InsertBeforeStatement, AppendKeywordArgument]
+
+
+@dataclass(frozen=True)
+class Fix:
+    edits: Tuple[Edit, ...]
+    # Safe fixes keep behaviour on one device; see each rule's "Fix safety" section.
+    safe: bool = True
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A rule's verdict on one node; the engine turns it into a located Finding."""
+
+    code: str
+    message: str
+    node: cst.CSTNode
+    fix: Optional[Fix] = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int  # 1-based
+    col: int  # 1-based, in characters
+    code: str
+    message: str
+    fix: Optional[Fix] = None
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None

@@ -1,0 +1,159 @@
+"""Apply every fix of a file in one transformer pass, touching nothing but the inserted code.
+
+Edits are keyed by the identity of nodes in the tree the rules looked at, and only insert: a
+statement at the top of a body or before a statement, or a keyword argument at the end of a call.
+libcst regenerates everything else byte for byte (comments, blank lines, quotes, line endings).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Sequence, Tuple, Union
+
+import libcst as cst
+
+from .findings import AppendKeywordArgument, Edit, InsertAtBodyStart, InsertBeforeStatement, StatementLines
+
+
+class FixError(Exception):
+    """A fix produced code that does not compile; the file is left alone."""
+
+
+def apply_edits(module: cst.Module, edits: Iterable[Edit]) -> cst.Module:
+    transformer = _EditApplier(module, edits)
+    return module.visit(transformer)
+
+
+def render_statements(module: cst.Module, lines: StatementLines) -> List[cst.BaseStatement]:
+    newline = module.default_newline
+    indent = module.default_indent
+    text = "".join(f"{indent * level}{line}{newline}" for level, line in lines)
+    parsed = cst.parse_module(text, config=module.config_for_parsing)
+    return list(parsed.body)
+
+
+class _EditApplier(cst.CSTTransformer):
+    def __init__(self, module: cst.Module, edits: Iterable[Edit]) -> None:
+        self.module = module
+        self.body_start: Dict[cst.CSTNode, List[StatementLines]] = {}
+        self.before: Dict[cst.CSTNode, List[StatementLines]] = {}
+        self.arguments: Dict[cst.CSTNode, List[Tuple[str, str]]] = {}
+        for edit in edits:
+            if isinstance(edit, InsertAtBodyStart):
+                _add_unique(self.body_start.setdefault(edit.function, []), edit.lines)
+            elif isinstance(edit, InsertBeforeStatement):
+                _add_unique(self.before.setdefault(edit.statement, []), edit.lines)
+            elif isinstance(edit, AppendKeywordArgument):
+                _add_unique(self.arguments.setdefault(edit.call, []), (edit.keyword, edit.value))
+
+    # -- statements ---------------------------------------------------------------------------------
+    def _with_insertions(self, original: Sequence[cst.CSTNode], updated: Sequence[cst.CSTNode]) -> List[cst.CSTNode]:
+        body: List[cst.CSTNode] = []
+        for before, after in zip(original, updated):
+            pending = self.before.get(before)
+            if pending:
+                new = [statement for lines in pending for statement in render_statements(self.module, lines)]
+                # The inserted statement takes over the comments and blank lines that introduced `after`.
+                if hasattr(after, "leading_lines") and after.leading_lines:
+                    new[0] = new[0].with_changes(leading_lines=after.leading_lines)
+                    after = after.with_changes(leading_lines=())
+                body.extend(new)
+            body.append(after)
+        return body
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        if any(statement in self.before for statement in original_node.body):
+            return updated_node.with_changes(body=self._with_insertions(original_node.body, updated_node.body))
+        return updated_node
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        if any(statement in self.before for statement in original_node.body):
+            return updated_node.with_changes(body=self._with_insertions(original_node.body, updated_node.body))
+        return updated_node
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        pending = self.body_start.get(original_node)
+        if not pending:
+            return updated_node
+        new = [statement for lines in pending for statement in render_statements(self.module, lines)]
+        body = updated_node.body
+        if isinstance(body, cst.SimpleStatementSuite):
+            # `def forward(self, x): return ...` becomes an indented block; the comment stays on its line.
+            rest = cst.SimpleStatementLine(body=body.body, trailing_whitespace=body.trailing_whitespace)
+            block = cst.IndentedBlock(body=[*new, rest])
+            return updated_node.with_changes(body=block)
+        statements = list(body.body)
+        position = 1 if statements and _is_docstring(statements[0]) else 0
+        statements[position:position] = new
+        return updated_node.with_changes(body=body.with_changes(body=statements))
+
+    # -- arguments ----------------------------------------------------------------------------------
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        pending = self.arguments.get(original_node)
+        if not pending:
+            return updated_node
+        call = updated_node
+        for keyword, value in pending:
+            call = _append_keyword(call, keyword, value)
+        return call
+
+
+def _add_unique(items: List, item) -> None:
+    if item not in items:
+        items.append(item)
+
+
+def _is_docstring(statement: cst.CSTNode) -> bool:
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+def _append_keyword(call: cst.Call, keyword: str, value: str) -> cst.Call:
+    """Add `keyword=value` as the last argument, in the layout the call already uses."""
+    new_value = cst.parse_expression(value)
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[cst.Arg(keyword=cst.Name(keyword), value=new_value, equal=_tight_equal())])
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):
+        # Exploded call with a trailing comma: the new argument goes on its own line, with a comma.
+        between = _separator(call, args)
+        new_arg = cst.Arg(keyword=cst.Name(keyword), value=new_value, equal=_tight_equal(), comma=last.comma)
+        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=between))
+    else:
+        new_arg = cst.Arg(
+            keyword=cst.Name(keyword),
+            value=new_value,
+            equal=_tight_equal(),
+            whitespace_after_arg=last.whitespace_after_arg,
+        )
+        args[-1] = last.with_changes(
+            comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+            whitespace_after_arg=cst.SimpleWhitespace(""),
+        )
+    args.append(new_arg)
+    return call.with_changes(args=args)
+
+
+def _separator(call: cst.Call, args: List[cst.Arg]) -> Union[cst.BaseParenthesizableWhitespace, cst.SimpleWhitespace]:
+    """The whitespace that separates this call's arguments (the indentation of an exploded call)."""
+    for arg in args[:-1]:
+        if isinstance(arg.comma, cst.Comma):
+            return arg.comma.whitespace_after
+    if isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        return call.whitespace_before_args
+    return cst.SimpleWhitespace(" ")
+
+
+def _tight_equal() -> cst.AssignEqual:
+    return cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+
+
+def check_compiles(code: bytes, filename: str) -> None:
+    try:
+        compile(code, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as error:
+        raise FixError(f"the fixed code does not compile ({error}); the file was left unchanged") from error

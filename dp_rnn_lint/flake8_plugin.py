@@ -1,0 +1,32 @@
+"""The flake8 contract only: hand the file's text to the engine, yield what it finds.
+
+flake8 applies `# noqa`, `--select` and `--extend-ignore` itself, so every finding is yielded.
+Columns are 0-based, as flake8 expects (it adds 1 when printing).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, List, Tuple
+
+from . import __version__
+from .engine import check_source
+from .files import FileProblem
+
+
+class DataParallelRnnChecker:
+    name = "dp-rnn-lint"
+    version = __version__
+
+    def __init__(self, tree: object, filename: str, lines: List[str]) -> None:
+        # `tree` is requested only so flake8 treats this as an AST plugin run once per file.
+        self.filename = filename
+        self.lines = lines
+
+    def run(self) -> Iterator[Tuple[int, int, str, type]]:
+        source = "".join(self.lines)
+        try:
+            findings = check_source(source, self.filename)
+        except FileProblem:
+            return  # flake8 reports unparsable files itself (E999)
+        for finding in findings:
+            yield finding.line, finding.col - 1, f"{finding.code} {finding.message}", type(self)

@@ -1,0 +1,195 @@
+"""DPR001: RNN used in a forward pass without `flatten_parameters()`.
+
+## What it does
+Flags an `nn.RNN`, `nn.LSTM` or `nn.GRU` submodule (or an `nn.ModuleList` of them) that runs in
+`forward`, or in a method `forward` reaches through `self.method(...)`, without a call to its
+`flatten_parameters()` earlier on that path.
+
+## Why is this bad?
+`nn.DataParallel` replicates the model onto every GPU for every forward pass. A replica's RNN weights
+are views into the broadcast parameters, not one contiguous chunk, so cuDNN warns on every call
+
+    UserWarning: RNN module weights are not part of single contiguous chunk of memory. This means
+    they need to be compacted at every call, possibly greatly increasing memory usage. To compact
+    weights again call flatten_parameters().
+
+and copies the weights each time. Only code in the forward pass runs on the replicas, so a call in
+`__init__` does not help, and one after the RNN has run comes too late.
+
+## Example
+```python
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(32, 64, batch_first=True)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return out
+```
+
+## Use instead
+```python
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(32, 64, batch_first=True)
+
+    def forward(self, x):
+        self.lstm.flatten_parameters()
+        out, _ = self.lstm(x)
+        return out
+```
+
+## Fix safety
+Safe. The fix inserts `self.<rnn>.flatten_parameters()` as the first statement of the method that
+runs the RNN (a loop over the members for an `nn.ModuleList`). On one device the weights are already
+contiguous and the call does nothing. When the method swaps the RNN's weights before running it
+(weight drop, as in AWD-LSTM), the call goes just before the statement that runs the RNN; if that
+statement cannot be found, no fix is offered.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+from ..analysis import FileAnalysis
+from ..analysis.dataflow import fresh_name, names_used
+from ..analysis.forward_path import Flatten, Invocation, WeightReplacement, flatten_call_sites
+from ..analysis.modules import RnnSubmodule, self_name
+from ..findings import Fix, InsertAtBodyStart, InsertBeforeStatement, Violation
+from .base import Example, Rule
+
+
+class FlattenParameters(Rule):
+    code = "DPR001"
+    name = "rnn-without-flatten-parameters"
+    summary = "RNN used in a forward pass without flatten_parameters()"
+
+    valid_examples = (
+        "import torch.nn as nn\n"
+        "class Encoder(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.lstm = nn.LSTM(8, 8)\n"
+        "    def forward(self, x):\n"
+        "        self.lstm.flatten_parameters()\n"
+        "        return self.lstm(x)[0]\n",
+        # Cells have no flatten_parameters().
+        "import torch.nn as nn\n"
+        "class Decoder(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.cell = nn.LSTMCell(8, 8)\n"
+        "    def forward(self, x, state):\n"
+        "        return self.cell(x, state)\n",
+        # Not on the forward path: DataParallel never runs generate() on replicas.
+        "import torch.nn as nn\n"
+        "class LanguageModel(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.gru = nn.GRU(8, 8)\n"
+        "    def forward(self, x):\n"
+        "        return x\n"
+        "    def generate(self, x):\n"
+        "        return self.gru(x)[0]\n",
+    )
+    invalid_examples = (
+        Example(
+            "import torch.nn as nn\n"
+            "class Encoder(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.lstm = nn.LSTM(8, 8)\n"
+            "    def forward(self, x):\n"
+            "        return self.lstm(x)[0]\n",
+            "import torch.nn as nn\n"
+            "class Encoder(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.lstm = nn.LSTM(8, 8)\n"
+            "    def forward(self, x):\n"
+            "        self.lstm.flatten_parameters()\n"
+            "        return self.lstm(x)[0]\n",
+        ),
+        Example(
+            "from torch import nn\n"
+            "class Stack(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.layers = nn.ModuleList([nn.GRU(8, 8) for _ in range(2)])\n"
+            "    def forward(self, x):\n"
+            "        for layer in self.layers:\n"
+            "            x, _ = layer(x)\n"
+            "        return x\n",
+            "from torch import nn\n"
+            "class Stack(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.layers = nn.ModuleList([nn.GRU(8, 8) for _ in range(2)])\n"
+            "    def forward(self, x):\n"
+            "        for rnn in self.layers:\n"
+            "            rnn.flatten_parameters()\n"
+            "        for layer in self.layers:\n"
+            "            x, _ = layer(x)\n"
+            "        return x\n",
+        ),
+    )
+
+    def check(self, analysis: FileAnalysis) -> Iterator[Violation]:
+        for cls in analysis.model.classes:
+            path = analysis.forward_path(cls)
+            if not path.rnns:
+                continue
+            for attr, rnn in path.rnns.items():
+                violation = self._check_attribute(analysis, cls, path, attr, rnn)
+                if violation is not None:
+                    yield violation
+
+    def _check_attribute(self, analysis, cls, path, attr: str, rnn: RnnSubmodule) -> Optional[Violation]:
+        events = path.events
+        first = next((i for i, e in enumerate(events) if isinstance(e, Invocation) and e.attr == attr), None)
+        if first is None:
+            return None
+        replaced = [i for i, e in enumerate(events[:first]) if isinstance(e, WeightReplacement) and e.attr == attr]
+        start = replaced[-1] if replaced else -1
+        if any(isinstance(e, Flatten) and e.attr == attr for e in events[start + 1:first]):
+            return None
+        invocation: Invocation = events[first]
+        me = self_name(invocation.method) or "self"
+        target = f"{me}.{attr}"
+        message = (
+            f"{target} ({rnn.kind}{', a ModuleList' if rnn.is_list else ''}) runs in the forward pass without "
+            f"{'flatten_parameters() on each member' if rnn.is_list else target + '.flatten_parameters()'} before it: "
+            "under DataParallel every replica's RNN weights are non-contiguous and get copied on every call"
+        )
+        message += self._context(analysis, cls, events, first, attr, bool(replaced))
+        fix = self._fix(invocation, attr, rnn, me, weights_replaced=bool(replaced))
+        return Violation(self.code, message, invocation.call, fix)
+
+    @staticmethod
+    def _context(analysis, cls, events, first: int, attr: str, weights_replaced: bool) -> str:
+        if weights_replaced:
+            return "; its weights are replaced first, so flatten_parameters() must come after that, just before the RNN runs"
+        if any(isinstance(e, Flatten) and e.attr == attr for e in events[first:]):
+            return "; the flatten_parameters() call on the forward path comes after the RNN has run"
+        sites = flatten_call_sites(analysis.model, cls, attr)
+        if "__init__" in sites:
+            return "; the call in __init__ runs only once, on the original module, never on the replicas"
+        if sites:
+            return f"; the call in {sites[0]}() is not on the forward path"
+        return ""
+
+    @staticmethod
+    def _fix(invocation: Invocation, attr: str, rnn: RnnSubmodule, me: str, weights_replaced: bool) -> Optional[Fix]:
+        if rnn.is_list:
+            loop_name = fresh_name("rnn", names_used(invocation.method))
+            lines = ((0, f"for {loop_name} in {me}.{attr}:"), (1, f"{loop_name}.flatten_parameters()"))
+        else:
+            lines = ((0, f"{me}.{attr}.flatten_parameters()"),)
+        if weights_replaced:
+            if invocation.statement is None:
+                return None
+            return Fix((InsertBeforeStatement(invocation.statement, lines),))
+        return Fix((InsertAtBodyStart(invocation.method, lines),))
+

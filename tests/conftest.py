@@ -1,0 +1,50 @@
+"""Shared helpers: the fixture files and the expectations written inside them."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import List, Set, Tuple
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+_MARKER = re.compile(r"#\s*expect:\s*(?P<codes>DPR\d{3}(?:\s+unfixable)?(?:\s*,\s*DPR\d{3}(?:\s+unfixable)?)*)")
+
+
+def fixture_files() -> List[Path]:
+    """Every input fixture (buggy, clean and noqa files), not the golden `.fixed.py` files."""
+    return sorted(p for p in FIXTURES.glob("DPR*/*.py") if not p.name.endswith(".fixed.py"))
+
+
+def golden_path(path: Path) -> Path:
+    return path.with_name(path.name[: -len(".py")] + ".fixed.py")
+
+
+def expected_findings(path: Path, fixed: bool = False) -> Set[Tuple[int, str, bool]]:
+    """(line, code, fixable) for every `# expect:` marker; in a fixed file only unfixable ones."""
+    expected = set()
+    text = path.read_bytes().decode("utf-8", "replace")
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _MARKER.search(line)
+        if not match:
+            continue
+        for item in match.group("codes").split(","):
+            parts = item.split()
+            fixable = "unfixable" not in parts
+            if fixed and fixable:
+                continue
+            expected.add((number, parts[0], fixable))
+    return expected
+
+
+def fixture_id(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
+
+
+@pytest.fixture
+def python() -> str:
+    return sys.executable

@@ -1,0 +1,71 @@
+"""Every fixture: the findings its markers announce, its golden fixed file, and the fix properties."""
+
+from __future__ import annotations
+
+import pytest
+
+from dp_rnn_lint.engine import lint_source
+
+from .conftest import expected_findings, fixture_files, fixture_id, golden_path
+
+FIXTURES = fixture_files()
+WITH_GOLDEN = [p for p in FIXTURES if golden_path(p).exists()]
+
+
+def found(path, source=None, fix=False):
+    result = lint_source(path.read_bytes() if source is None else source, str(path), fix=fix)
+    assert result.problem is None, result.problem
+    return result, {(f.line, f.code, f.fixable) for f in result.findings}
+
+
+def test_every_rule_has_buggy_and_clean_fixtures():
+    for code in ("DPR001", "DPR002"):
+        names = [p.name for p in FIXTURES if p.parent.name == code]
+        assert any(n.startswith("clean_") for n in names), code
+        assert any(expected_findings(p) for p in FIXTURES if p.parent.name == code), code
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=fixture_id)
+def test_findings_match_the_markers(path):
+    _, actual = found(path)
+    assert actual == expected_findings(path)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=fixture_id)
+def test_finding_columns_point_at_the_call(path):
+    result, _ = found(path)
+    lines = path.read_bytes().decode("utf-8").splitlines()
+    for finding in result.findings:
+        text = lines[finding.line - 1][finding.col - 1:]
+        if finding.code == "DPR002":
+            assert "pad_packed_sequence(" in text or "unpack(" in text or "(" in text, text
+        else:
+            assert "(" in text, text
+
+
+@pytest.mark.parametrize("path", WITH_GOLDEN, ids=fixture_id)
+def test_fix_produces_the_golden_file(path):
+    result, _ = found(path, fix=True)
+    assert result.fixed is not None, "no fix was applied"
+    assert result.fixed == golden_path(path).read_bytes()
+
+
+@pytest.mark.parametrize("path", WITH_GOLDEN, ids=fixture_id)
+def test_fixed_file_compiles_and_keeps_only_unfixable_findings(path):
+    golden = golden_path(path)
+    compile(golden.read_bytes(), str(golden), "exec")
+    result, actual = found(golden)
+    assert actual == expected_findings(path, fixed=True)
+    assert all(not finding.fixable for finding in result.findings)
+
+
+@pytest.mark.parametrize("path", WITH_GOLDEN, ids=fixture_id)
+def test_second_fix_changes_nothing(path):
+    result, _ = found(golden_path(path), fix=True)
+    assert result.fixed is None
+
+
+@pytest.mark.parametrize("path", [p for p in FIXTURES if not golden_path(p).exists()], ids=fixture_id)
+def test_files_without_golden_are_left_alone_by_fix(path):
+    result, _ = found(path, fix=True)
+    assert result.fixed is None
