@@ -5,7 +5,10 @@ The CLI and the flake8 plugin both go through `check_source`, so they see the sa
 
 from __future__ import annotations
 
+import ast
+import io
 import re
+import tokenize
 from dataclasses import dataclass, field
 from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -49,16 +52,52 @@ def may_contain_candidates(source: Union[str, bytes]) -> bool:
     return _CANDIDATE.search(data) is not None
 
 
+def decode(source: bytes) -> str:
+    """The text of a file, decoded as Python would (PEP 263 cookie, BOM, UTF-8 by default)."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    except SyntaxError as error:
+        raise FileProblem(f"cannot decode: {error}") from error
+    try:
+        return source.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = source[: error.start].count(b"\n") + 1
+        raise FileProblem(
+            f"cannot decode: byte 0x{source[error.start]:02x} on line {line} is not valid {encoding} "
+            "(add a coding cookie if the file uses another encoding)"
+        ) from error
+    except LookupError as error:
+        raise FileProblem(f"cannot decode: unknown encoding {encoding!r}") from error
+
+
+def _python_syntax_error(source: Union[str, bytes]) -> Optional[str]:
+    """Python's own description of a syntax error, which users know better than libcst's."""
+    try:
+        ast.parse(source)
+    except SyntaxError as error:
+        position = f"{error.lineno}:{(error.offset or 0) or 1}: " if error.lineno else ""
+        return f"{position}cannot parse: {error.msg}"
+    except (ValueError, RecursionError, MemoryError) as error:
+        return f"cannot parse: {error}"
+    return None
+
+
 def parse(source: Union[str, bytes], path: str) -> cst.Module:
+    """The module's syntax tree; FileProblem with one line for the user when there is none."""
+    if isinstance(source, bytes):
+        decode(source)
+    if "\0" in (source if isinstance(source, str) else "") or (isinstance(source, bytes) and b"\0" in source):
+        raise FileProblem("cannot parse: the file contains NUL bytes (is it a binary file?)")
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as error:
+        described = _python_syntax_error(source)
+        if described:
+            raise FileProblem(described) from error
         message = str(error.message).strip().splitlines()[0] if error.message else "invalid syntax"
         raise FileProblem(f"{error.raw_line}:{error.raw_column + 1}: cannot parse: {message}") from error
-    except (UnicodeDecodeError, LookupError) as error:
-        raise FileProblem(f"cannot decode: {error}") from error
     except (SyntaxError, ValueError) as error:
-        raise FileProblem(f"cannot parse: {error}") from error
+        raise FileProblem(_python_syntax_error(source) or f"cannot parse: {error}") from error
     except RecursionError as error:
         raise FileProblem("cannot parse: nested too deeply") from error
 

@@ -1,0 +1,190 @@
+"""The command line, run as users run it: through a subprocess, checking output and exit status."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BUGGY = """\
+import torch.nn as nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 16, batch_first=True)
+
+    def forward(self, x, lengths):
+        packed = pack_padded_sequence(x, lengths, batch_first=True)
+        out, _ = self.lstm(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True)
+        return out
+"""
+
+CLEAN = """\
+import torch.nn as nn
+
+
+class Head(nn.Module):
+    def forward(self, x):
+        return x
+"""
+
+
+def run(*args: str, cwd: Path, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "dp_rnn_lint", *args], cwd=cwd, capture_output=True, text=True, input=stdin, timeout=60
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "model.py").write_text(BUGGY)
+    (tmp_path / "head.py").write_text(CLEAN)
+    return tmp_path
+
+
+def test_findings_are_printed_with_positions_and_exit_1(project):
+    result = run("model.py", cwd=project)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("model.py:12:18: DPR001 self.lstm (nn.LSTM) runs in the forward pass")
+    assert lines[1].startswith("model.py:13:18: DPR002 pad_packed_sequence() without total_length")
+    assert lines[-1] == "Found 2 errors (2 fixable with `dp-rnn-lint --fix`)."
+
+
+def test_clean_file_exits_0(project):
+    result = run("head.py", cwd=project)
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.strip() == "All checks passed!"
+
+
+def test_default_path_is_the_current_folder(project):
+    result = run(cwd=project)
+    assert result.returncode == 1
+    assert "model.py:12:18: DPR001" in result.stdout
+
+
+def test_folders_skip_virtualenvs_build_and_excluded_names(project):
+    for folder in ("build", ".venv", "__pycache__", "generated"):
+        (project / folder).mkdir()
+        (project / folder / "copy.py").write_text(BUGGY)
+    env = project / "env"
+    env.mkdir()
+    (env / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (env / "copy.py").write_text(BUGGY)
+    result = run(".", "--exclude", "generated", cwd=project)
+    assert "copy.py" not in result.stdout
+    assert "model.py" in result.stdout
+
+
+def test_json_format_lists_findings_with_1_based_positions(project):
+    result = run("--format", "json", "model.py", cwd=project)
+    assert result.returncode == 1
+    items = json.loads(result.stdout)
+    assert [(i["path"], i["line"], i["col"], i["code"], i["fixable"]) for i in items] == [
+        ("model.py", 12, 18, "DPR001", True),
+        ("model.py", 13, 18, "DPR002", True),
+    ]
+    assert set(items[0]) == {"path", "line", "col", "code", "message", "fixable"}
+
+
+def test_fix_rewrites_the_file_and_reports_what_it_fixed(project):
+    result = run("--fix", "model.py", cwd=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == "Found 2 errors (2 fixed, 0 remaining)."
+    text = (project / "model.py").read_text()
+    assert "    def forward(self, x, lengths):\n        self.lstm.flatten_parameters()\n" in text
+    assert "pad_packed_sequence(out, batch_first=True, total_length=x.size(1))" in text
+    assert run("model.py", cwd=project).returncode == 0
+
+
+def test_diff_prints_the_fix_and_writes_nothing(project):
+    result = run("--diff", "model.py", cwd=project)
+    assert result.returncode == 1
+    assert "+        self.lstm.flatten_parameters()" in result.stdout
+    assert "+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.size(1))" in result.stdout
+    assert (project / "model.py").read_text() == BUGGY
+
+
+def test_select_and_ignore_take_codes_and_prefixes(project):
+    only_pad = run("--select", "DPR002", "model.py", cwd=project)
+    assert "DPR001" not in only_pad.stdout and "DPR002" in only_pad.stdout
+    no_flatten = run("--ignore", "DPR001", "model.py", cwd=project)
+    assert "DPR001" not in no_flatten.stdout and "DPR002" in no_flatten.stdout
+    nothing = run("--ignore", "DPR", "model.py", cwd=project)
+    assert nothing.returncode == 0
+    specific_wins = run("--ignore", "DPR", "--select", "DPR001", "model.py", cwd=project)
+    assert "DPR001" in specific_wins.stdout
+
+
+@pytest.mark.parametrize("args", [["--select", "E501"], ["--format", "xml"], ["--no-such-option"]])
+def test_usage_errors_exit_2_with_one_message(project, args):
+    result = run(*args, "model.py", cwd=project)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "error:" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "comment, suppressed",
+    [
+        ("  # noqa", {"DPR001"}),
+        ("  # noqa: DPR001", {"DPR001"}),
+        ("  # noqa:DPR001,DPR002", {"DPR001"}),
+        ("  # NOQA: DPR", {"DPR001"}),
+        ("  # noqa: E501", set()),
+    ],
+)
+def test_noqa_on_the_reported_line_suppresses_and_prevents_the_fix(project, comment, suppressed):
+    source = BUGGY.replace("out, _ = self.lstm(packed)", "out, _ = self.lstm(packed)" + comment)
+    (project / "model.py").write_text(source)
+    result = run("--format", "json", "model.py", cwd=project)
+    codes = {item["code"] for item in json.loads(result.stdout)}
+    assert codes == {"DPR001", "DPR002"} - suppressed
+    run("--fix", "model.py", cwd=project)
+    fixed = (project / "model.py").read_text()
+    assert ("flatten_parameters()" in fixed) == (not suppressed)
+
+
+def test_unparsable_file_gets_one_error_line_and_the_rest_is_still_linted(project):
+    (project / "broken.py").write_text("import torch.nn as nn\nclass LSTMish(nn.Module:\n    pass\n")
+    result = run(".", cwd=project)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    errors = result.stderr.splitlines()
+    assert len(errors) == 1
+    assert errors[0].startswith("error: ./broken.py:2:") or errors[0].startswith("error: broken.py:2:")
+    assert "cannot parse" in errors[0]
+    assert "model.py:12:18: DPR001" in result.stdout
+    assert "1 file could not be linted" in result.stdout
+
+
+def test_undecodable_file_gets_one_error_line(project):
+    (project / "latin.py").write_bytes(b"# lstm model\nname = '\xe9t\xe9'\n")
+    result = run("latin.py", cwd=project)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: latin.py: cannot decode")
+
+
+def test_missing_path_is_reported_not_raised(project):
+    result = run("nowhere.py", "model.py", cwd=project)
+    assert result.returncode == 1
+    assert "error: nowhere.py: no such file or directory" in result.stderr
+    assert "model.py:12:18" in result.stdout
+
+
+def test_fix_leaves_unfixable_findings_and_exits_1(project):
+    source = BUGGY.replace(
+        "        packed = pack_padded_sequence(x, lengths, batch_first=True)\n", ""
+    ).replace("def forward(self, x, lengths):", "def forward(self, packed):")
+    (project / "model.py").write_text(source)
+    result = run("--fix", "model.py", cwd=project)
+    assert result.returncode == 1
+    assert "DPR002" in result.stdout and "(1 fixed, 1 remaining)" in result.stdout
