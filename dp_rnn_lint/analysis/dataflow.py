@@ -105,7 +105,12 @@ def names_used(root: cst.CSTNode) -> Set[str]:
         node = stack.pop()
         if isinstance(node, cst.Name):
             found.add(node.value)
-        stack.extend(node.children)
+        elif isinstance(node, cst.Attribute):
+            stack.append(node.value)  # `x.rnn` does not use the name `rnn`
+        elif isinstance(node, cst.Arg):
+            stack.append(node.value)  # nor does the keyword of `f(rnn=x)`
+        else:
+            stack.extend(node.children)
     return found
 
 

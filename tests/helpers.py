@@ -1,0 +1,26 @@
+"""Small helpers for tests that lint snippets."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import List, Tuple
+
+from dp_rnn_lint.engine import Selection, check_source, lint_source
+
+
+def findings(source: str, path: str = "model.py", code: str = "DPR") -> List[Tuple[int, str]]:
+    """(line, code) for every finding in a dedented snippet."""
+    found = check_source(textwrap.dedent(source), path, Selection(select=(code,)))
+    return [(f.line, f.code) for f in found]
+
+
+def messages(source: str, code: str = "DPR") -> List[str]:
+    return [f.message for f in check_source(textwrap.dedent(source), "model.py", Selection(select=(code,)))]
+
+
+def fixed(source: str, code: str = "DPR") -> str:
+    """The snippet after --fix (the snippet itself when nothing changed)."""
+    data = textwrap.dedent(source).encode()
+    result = lint_source(data, "model.py", Selection(select=(code,)), fix=True)
+    assert result.problem is None, result.problem
+    return (result.fixed or data).decode()

@@ -1,0 +1,331 @@
+"""DPR001 on every way of holding and running an RNN, and on the cases it must leave alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from .helpers import findings, fixed, messages
+
+MODULE = """\
+import torch
+import torch.nn as nn
+{imports}
+
+class Encoder(nn.Module):
+    def __init__(self, rnn_type=nn.LSTM):
+        super().__init__()
+        {build}
+
+    def forward(self, x):
+        {run}
+        return x
+"""
+
+
+def model(build, run="x, _ = self.rnn(x)", imports=""):
+    return MODULE.format(build=build, run=run, imports=imports)
+
+
+@pytest.mark.parametrize(
+    "imports, build",
+    [
+        ("", "self.rnn = nn.LSTM(4, 4)"),
+        ("", "self.rnn = torch.nn.GRU(4, 4)"),
+        ("", "self.rnn = nn.RNN(4, 4)"),
+        ("from torch.nn import LSTM as L", "self.rnn = L(4, 4)"),
+        ("import torch.nn.modules.rnn", "self.rnn = torch.nn.modules.rnn.GRU(4, 4)"),
+        ("from torch import nn as tnn", "self.rnn = tnn.LSTM(4, 4)"),
+        ("", "self.rnn = (nn.LSTM if torch.cuda.is_available() else nn.GRU)(4, 4)"),
+        ("", "cell = nn.LSTM if x else nn.GRU\n        self.rnn = cell(4, 4)"),
+        ("", "if x:\n            cell = nn.LSTM\n        else:\n            cell = nn.GRU\n        self.rnn = cell(4, 4)"),
+        ("", "self.rnn = getattr(nn, name)(4, 4)"),
+        ("", "self.rnn = getattr(nn, 'GRU')(4, 4)"),
+        ("CELLS = {'lstm': nn.LSTM, 'gru': nn.GRU}", "self.rnn = CELLS[name](4, 4)"),
+        ("", "self.rnn = rnn_type(4, 4)"),
+        ("class OrthoLSTM(nn.LSTM):\n    pass", "self.rnn = OrthoLSTM(4, 4)"),
+        ("def LSTM(*args, **kwargs):\n    m = nn.LSTM(*args, **kwargs)\n    return m", "self.rnn = LSTM(4, 4)"),
+        ("", "rnn = nn.LSTM(4, 4)\n        self.rnn = rnn"),
+        ("", "self.add_module('rnn', nn.GRU(4, 4))"),
+        ("", "setattr(self, 'rnn', nn.GRU(4, 4))"),
+        ("", "if x:\n            self.rnn = nn.LSTM(4, 4)\n        else:\n            self.rnn = nn.GRU(4, 4)"),
+    ],
+)
+def test_rnn_spellings_are_found(imports, build):
+    assert [code for _, code in findings(model(build, imports=imports))] == ["DPR001"]
+
+
+@pytest.mark.parametrize(
+    "imports, build",
+    [
+        ("", "self.rnn = nn.LSTMCell(4, 4)"),
+        ("", "self.rnn = nn.GRUCell(4, 4)"),
+        ("", "self.rnn = torch.nn.RNNCell(4, 4)"),
+        ("", "self.rnn = nn.Linear(4, 4)"),
+        ("", "self.rnn = getattr(nn, 'Linear')(4, 4)"),
+        ("", "self.rnn = nn.LSTM(4, 4) if x else nn.Linear(4, 4)"),
+        ("", "self.rnn = nn.LSTM(4, 4) if x else None"),
+        ("class LSTM(nn.Module):\n    pass", "self.rnn = LSTM(4, 4)"),
+        ("from mylib.layers import LSTM", "self.rnn = LSTM(4, 4)"),
+        ("", "nn = make_namespace()\n        self.rnn = nn.LSTM(4, 4)"),
+    ],
+)
+def test_non_rnns_are_not_flagged(imports, build):
+    assert findings(model(build, imports=imports)) == []
+
+
+def test_parameter_named_like_the_import_shadows_it():
+    source = """\
+    import torch.nn as nn
+
+    class Encoder(nn.Module):
+        def __init__(self, nn):
+            super().__init__()
+            self.rnn = nn.LSTM(4, 4)
+
+        def forward(self, x):
+            return self.rnn(x)
+    """
+    assert findings(source) == []
+
+
+def test_non_module_class_is_not_flagged():
+    source = """\
+    import torch.nn as nn
+
+    class Featurizer:
+        def __init__(self):
+            self.rnn = nn.LSTM(4, 4)
+
+        def forward(self, x):
+            return self.rnn(x)
+    """
+    assert findings(source) == []
+
+
+def test_module_through_same_file_base_is_checked():
+    source = """\
+    import torch.nn as nn
+
+    class Base(nn.Module):
+        pass
+
+    class Encoder(Base):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(4, 4)
+
+        def forward(self, x):
+            return self.rnn(x)
+    """
+    assert findings(source) == [(12, "DPR001")]
+
+
+def test_rnn_used_only_outside_forward_is_not_flagged():
+    source = """\
+    import torch.nn as nn
+
+    class LanguageModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(4, 4)
+
+        def forward(self, x):
+            return x
+
+        def generate(self, x):
+            return self._step(x)
+
+        def _step(self, x):
+            return self.rnn(x)
+    """
+    assert findings(source) == []
+
+
+def test_helper_reached_from_forward_is_flagged_and_fixed_there():
+    source = """\
+    import torch.nn as nn
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(4, 4)
+
+        def forward(self, x):
+            return self._encode(x)
+
+        def _encode(self, x):
+            out = self.rnn(x)
+            return out
+    """
+    assert findings(source) == [(12, "DPR001")]
+    assert "    def _encode(self, x):\n        self.rnn.flatten_parameters()\n        out = self.rnn(x)" in fixed(source)
+
+
+@pytest.mark.parametrize(
+    "forward",
+    [
+        "def forward(self, x):\n        self.rnn.flatten_parameters()\n        return self.rnn(x)",
+        "def forward(self, x):\n        self.flatten_parameters()\n        return self.rnn(x)",
+        "def forward(self, x):\n        self._prepare()\n        return self.rnn(x)",
+        "def forward(self, x):\n        return self.rnn(self._prepare_and_return(x))",
+    ],
+)
+def test_flatten_earlier_on_the_path_counts(forward):
+    source = f"""\
+import torch.nn as nn
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(4, 4)
+
+    def flatten_parameters(self):
+        self.rnn.flatten_parameters()
+
+    def _prepare(self):
+        self.rnn.flatten_parameters()
+
+    def _prepare_and_return(self, x):
+        self.rnn.flatten_parameters()
+        return x
+
+    {forward}
+"""
+    assert findings(source) == []
+
+
+def test_flatten_only_in_init_is_flagged_and_says_so():
+    source = model("self.rnn = nn.LSTM(4, 4)\n        self.rnn.flatten_parameters()")
+    [message] = messages(source)
+    assert "the call in __init__ runs only once" in message
+
+
+def test_flatten_after_the_rnn_runs_is_flagged_and_says_so():
+    source = model("self.rnn = nn.LSTM(4, 4)", run="x, _ = self.rnn(x)\n        self.rnn.flatten_parameters()")
+    [message] = messages(source)
+    assert "comes after the RNN has run" in message
+
+
+def test_one_finding_per_rnn_at_its_first_call():
+    source = model("self.rnn = nn.LSTM(4, 4)", run="x, _ = self.rnn(x)\n        x, _ = self.rnn(x)")
+    assert findings(source) == [(11, "DPR001")]
+
+
+@pytest.mark.parametrize("decorator", ["@torch.no_grad()", "@torch.jit.ignore", "@some_decorator"])
+def test_decorated_forward_is_checked(decorator):
+    source = model("self.rnn = nn.LSTM(4, 4)").replace("    def forward", f"    {decorator}\n    def forward")
+    assert [code for _, code in findings(source)] == ["DPR001"]
+
+
+def test_async_forward_is_checked():
+    source = model("self.rnn = nn.LSTM(4, 4)").replace("def forward", "async def forward")
+    assert [code for _, code in findings(source)] == ["DPR001"]
+
+
+def test_forward_inherited_from_a_same_file_base_is_checked():
+    source = """\
+    import torch.nn as nn
+
+    class Runner(nn.Module):
+        def forward(self, x):
+            return self.rnn(x)
+
+    class LSTMRunner(Runner):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(4, 4)
+
+    class GRURunner(Runner):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(4, 4)
+    """
+    assert findings(source) == [(5, "DPR001")]
+    assert fixed(source).count("self.rnn.flatten_parameters()") == 1
+
+
+def test_super_forward_is_followed():
+    source = """\
+    import torch.nn as nn
+
+    class Runner(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(4, 4)
+
+        def forward(self, x):
+            return self.rnn(x)
+
+    class Tagger(Runner):
+        def forward(self, x):
+            self.rnn.flatten_parameters()
+            return super().forward(x)
+    """
+    # Runner itself is flagged; Tagger flattens before delegating.
+    assert findings(source) == [(9, "DPR001")]
+
+
+def test_nested_function_and_lambda_calls_count():
+    source = model(
+        "self.rnn = nn.LSTM(4, 4)",
+        run="def step(inputs):\n            return self.rnn(inputs)\n        x = step(x)",
+    )
+    assert findings(source) == [(12, "DPR001")]
+    source = model("self.rnn = nn.LSTM(4, 4)", run="x = checkpoint(lambda inputs: self.rnn(inputs)[0], x)")
+    assert findings(source) == [(11, "DPR001")]
+
+
+@pytest.mark.parametrize(
+    "build, run",
+    [
+        ("self.rnn = nn.ModuleList([nn.LSTM(4, 4) for _ in range(2)])", "for layer in self.rnn:\n            x, _ = layer(x)"),
+        ("self.rnn = nn.ModuleList([nn.LSTM(4, 4), nn.GRU(4, 4)])", "for i, layer in enumerate(self.rnn):\n            x, _ = layer(x)"),
+        ("self.rnn = nn.ModuleList()\n        for _ in range(2):\n            self.rnn.append(nn.GRU(4, 4))", "x, _ = self.rnn[0](x)"),
+        ("layers = []\n        layers.append(nn.GRU(4, 4))\n        self.rnn = nn.ModuleList(layers)", "x, _ = self.rnn[-1](x)"),
+        ("self.rnn = nn.ModuleList([nn.LSTM(4, 4)])", "x = [layer(x)[0] for layer in self.rnn][-1]"),
+    ],
+)
+def test_module_lists_of_rnns_are_found(build, run):
+    source = model(build, run=run)
+    assert [code for _, code in findings(source)] == ["DPR001"]
+    result = fixed(source)
+    assert "        for rnn in self.rnn:\n            rnn.flatten_parameters()\n" in result
+    assert findings(result) == []
+
+
+def test_mixed_module_list_is_not_flagged():
+    source = model("self.rnn = nn.ModuleList([nn.LSTM(4, 4), nn.Linear(4, 4)])", run="for layer in self.rnn:\n            x = layer(x)")
+    assert findings(source) == []
+
+
+def test_per_member_flatten_inside_the_loop_counts():
+    source = model(
+        "self.rnn = nn.ModuleList([nn.LSTM(4, 4) for _ in range(2)])",
+        run="for layer in self.rnn:\n            layer.flatten_parameters()\n            x, _ = layer(x)",
+    )
+    assert findings(source) == []
+
+
+def test_weight_drop_gets_the_flatten_after_the_replacement():
+    source = """\
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class WeightDropLSTM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(4, 4)
+
+        def forward(self, x):
+            self.rnn.flatten_parameters()
+            raw = self.rnn.weight_hh_l0_raw
+            setattr(self.rnn, "weight_hh_l0", F.dropout(raw, 0.5, self.training))
+            # run the recurrent layer
+            out, _ = self.rnn(x)
+            return out
+    """
+    assert findings(source) == [(14, "DPR001")]
+    assert (
+        "        # run the recurrent layer\n        self.rnn.flatten_parameters()\n        out, _ = self.rnn(x)\n"
+        in fixed(source)
+    )
