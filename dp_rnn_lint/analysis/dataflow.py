@@ -134,22 +134,26 @@ def trace_to_pack(
     is_pack_call: Callable[[cst.Call], bool],
     before: Optional[int] = None,
     depth: int = 0,
+    rnn_output: bool = False,
 ) -> Union[PackSite, str]:
-    """Follow a PackedSequence expression back to the call that packed it; a reason string on failure."""
+    """Follow a PackedSequence expression back to the call that packed it; a reason string on failure.
+
+    `rnn_output` says the expression's value is the first element of what a call returned: an RNN
+    run on a PackedSequence returns `(PackedSequence, hidden)`, so the call is followed to its input.
+    """
     if depth > 12:
         return "the packed sequence's origin is too far away to follow"
     if isinstance(expr, cst.Call):
         if is_pack_call(expr):
             return PackSite(expr)
-        # An RNN (or any module) run on a PackedSequence returns one with the same batch sizes.
         positional = [arg for arg in expr.args if arg.keyword is None and not arg.star]
-        if positional:
+        if rnn_output and positional:
             return trace_to_pack(flow, positional[0].value, is_pack_call, flow.seq_of.get(expr, before), depth + 1)
         return "the packed sequence comes from a call this linter cannot follow"
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Call):
         index = expr.slice[0].slice if len(expr.slice) == 1 else None
         if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0":
-            return trace_to_pack(flow, expr.value, is_pack_call, before, depth + 1)
+            return trace_to_pack(flow, expr.value, is_pack_call, before, depth + 1, rnn_output=True)
         return "the packed sequence comes from an expression this linter cannot follow"
     if isinstance(expr, cst.Name):
         seq = flow.seq_of.get(expr, before)
@@ -165,6 +169,6 @@ def trace_to_pack(
         if site.tuple_index is None:
             return trace_to_pack(flow, site.value, is_pack_call, site.seq, depth + 1)
         if site.tuple_index == 0 and isinstance(site.value, cst.Call):
-            return trace_to_pack(flow, site.value, is_pack_call, site.seq, depth + 1)
+            return trace_to_pack(flow, site.value, is_pack_call, site.seq, depth + 1, rnn_output=True)
         return f"`{expr.value}` is not the output of an RNN call"
     return "the packed sequence comes from an expression this linter cannot follow"

@@ -1,0 +1,245 @@
+"""DPR002 on the spellings of pad_packed_sequence, the traces its fix follows, and what it leaves alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from .helpers import findings, fixed, messages
+
+TEMPLATE = """\
+import torch.nn as nn
+{imports}
+
+class Encoder(nn.Module):
+    def forward(self, x, lengths):
+        packed = {pack}(x, lengths, batch_first=True)
+        out, _ = self.rnn(packed)
+        out, _ = {pad}(out, batch_first=True)
+        return out
+"""
+
+
+@pytest.mark.parametrize(
+    "imports, pack, pad",
+    [
+        ("from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence", "pack_padded_sequence", "pad_packed_sequence"),
+        ("from torch.nn.utils.rnn import pack_padded_sequence as pack, pad_packed_sequence as unpack", "pack", "unpack"),
+        ("import torch.nn.utils.rnn as rnn_utils", "rnn_utils.pack_padded_sequence", "rnn_utils.pad_packed_sequence"),
+        ("", "nn.utils.rnn.pack_padded_sequence", "nn.utils.rnn.pad_packed_sequence"),
+        ("import torch", "torch.nn.utils.rnn.pack_padded_sequence", "torch.nn.utils.rnn.pad_packed_sequence"),
+        ("from torch.nn.utils import rnn", "rnn.pack_padded_sequence", "rnn.pad_packed_sequence"),
+    ],
+)
+def test_spellings_are_found_and_fixed(imports, pack, pad):
+    source = TEMPLATE.format(imports=imports, pack=pack, pad=pad)
+    assert findings(source, code="DPR002") == [(8, "DPR002")]
+    assert f"out, _ = {pad}(out, batch_first=True, total_length=x.size(1))" in fixed(source, code="DPR002")
+
+
+def test_import_inside_forward_counts():
+    source = """\
+    import torch.nn as nn
+
+    class Encoder(nn.Module):
+        def forward(self, x, lengths):
+            from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+            out, _ = self.rnn(pack_padded_sequence(x, lengths))
+            return pad_packed_sequence(out)[0]
+    """
+    assert findings(source, code="DPR002") == [(7, "DPR002")]
+    assert "pad_packed_sequence(out, total_length=x.size(0))[0]" in fixed(source, code="DPR002")
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "pad_packed_sequence(out, batch_first=True, total_length=x.size(1))",
+        "pad_packed_sequence(out, True, 0.0, x.size(1))",
+        "pad_packed_sequence(out, **options)",
+        "pad_packed_sequence(*arguments)",
+    ],
+)
+def test_total_length_given_or_possibly_given_is_not_flagged(call):
+    source = f"""\
+    import torch.nn as nn
+    from torch.nn.utils.rnn import pad_packed_sequence
+
+    class Encoder(nn.Module):
+        def forward(self, out, x, options, arguments):
+            return {call}
+    """
+    assert findings(source, code="DPR002") == []
+
+
+def test_calls_off_the_forward_path_are_not_flagged():
+    source = """\
+    import torch.nn as nn
+    from torch.nn.utils.rnn import pad_packed_sequence
+
+    def collate(batch):
+        return pad_packed_sequence(batch)
+
+    class Decoder(nn.Module):
+        def forward(self, x):
+            return x
+
+        def decode_greedy(self, packed):
+            return pad_packed_sequence(packed)
+
+    class Loader:
+        def forward(self, packed):
+            return pad_packed_sequence(packed)
+    """
+    assert findings(source, code="DPR002") == []
+
+
+def test_projects_own_function_is_not_torchs():
+    source = """\
+    import torch.nn as nn
+
+    def pad_packed_sequence(sequence):
+        return sequence
+
+    class Encoder(nn.Module):
+        def forward(self, packed):
+            return pad_packed_sequence(packed)
+    """
+    assert findings(source, code="DPR002") == []
+
+
+def test_local_variable_shadowing_the_import_is_not_torchs():
+    source = """\
+    import torch.nn as nn
+    from torch.nn.utils.rnn import pad_packed_sequence
+
+    class Encoder(nn.Module):
+        def forward(self, packed, pad_packed_sequence):
+            return pad_packed_sequence(packed)
+    """
+    assert findings(source, code="DPR002") == []
+
+
+def test_time_first_uses_size_0_and_expression_batch_first_follows_it():
+    source = TEMPLATE.format(
+        imports="from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence",
+        pack="pack_padded_sequence",
+        pad="pad_packed_sequence",
+    )
+    time_first = source.replace("(x, lengths, batch_first=True)", "(x, lengths)")
+    assert "total_length=x.size(0)" in fixed(time_first, code="DPR002")
+    expression = source.replace("(x, lengths, batch_first=True)", "(x, lengths, batch_first=self.batch_first)")
+    assert "total_length=x.size(1 if self.batch_first else 0)" in fixed(expression, code="DPR002")
+    positional = source.replace("(x, lengths, batch_first=True)", "(x, lengths, True)")
+    assert "total_length=x.size(1)" in fixed(positional, code="DPR002")
+
+
+def test_name_rebound_by_the_pack_statement_is_measured_before_it():
+    source = """\
+    import torch.nn as nn
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    class Encoder(nn.Module):
+        def forward(self, x, lengths):
+            x = x.transpose(0, 1)
+            # pack the time-major batch
+            x = pack_padded_sequence(x, lengths)
+            x, _ = self.rnn(x)
+            x, _ = pad_packed_sequence(x)
+            return x
+    """
+    result = fixed(source, code="DPR002")
+    assert (
+        "        x = x.transpose(0, 1)\n"
+        "        # pack the time-major batch\n"
+        "        total_length = x.size(0)\n"
+        "        x = pack_padded_sequence(x, lengths)\n"
+    ) in result
+    assert "x, _ = pad_packed_sequence(x, total_length=total_length)" in result
+    assert findings(result, code="DPR002") == []
+
+
+def test_new_local_does_not_collide_with_existing_names():
+    source = """\
+    import torch.nn as nn
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    class Encoder(nn.Module):
+        def forward(self, x, lengths, total_length):
+            x = pack_padded_sequence(x, lengths)
+            x, _ = self.rnn(x)
+            return pad_packed_sequence(x)[0][:total_length]
+    """
+    result = fixed(source, code="DPR002")
+    assert "        total_length_1 = x.size(0)\n        x = pack_padded_sequence(x, lengths)\n" in result
+    assert "pad_packed_sequence(x, total_length=total_length_1)[0][:total_length]" in result
+
+
+def test_stacked_rnns_in_a_loop_are_traced():
+    source = """\
+    import torch.nn as nn
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    class Encoder(nn.Module):
+        def forward(self, feats, lengths):
+            packed = pack_padded_sequence(feats, lengths, batch_first=True, enforce_sorted=False)
+            for rnn in self.rnns:
+                packed, _ = rnn(packed)
+            out, _ = pad_packed_sequence(packed, batch_first=True)
+            return out
+    """
+    assert "pad_packed_sequence(packed, batch_first=True, total_length=feats.size(1))" in fixed(source, code="DPR002")
+
+
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        ("out, _ = self.rnn(packed)\n        return pad_packed_sequence(out)[0]", "the parameter `packed`"),
+        (
+            "packed = pack_padded_sequence(self.embed(x), lengths)\n        out, _ = self.rnn(packed)\n"
+            "        return pad_packed_sequence(out)[0]",
+            "is an expression, not a name",
+        ),
+        ("packed = self._pack(x)\n        return pad_packed_sequence(packed)[0]", "cannot follow"),
+    ],
+)
+def test_untraceable_sequences_are_reported_without_a_fix(body, reason):
+    source = f"""\
+import torch.nn as nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+class Encoder(nn.Module):
+    def forward(self, x, lengths, packed):
+        {body}
+"""
+    assert [code for _, code in findings(source, code="DPR002")] == ["DPR002"]
+    [message] = messages(source, code="DPR002")
+    assert reason in message and "no fix is offered" in message
+    assert fixed(source, code="DPR002") == source
+
+
+def test_exploded_call_gets_the_argument_on_its_own_line():
+    source = """\
+    import torch.nn as nn
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    class Encoder(nn.Module):
+        def forward(self, x, lengths):
+            out, _ = self.rnn(pack_padded_sequence(x, lengths, batch_first=True))
+            out, _ = pad_packed_sequence(
+                out,
+                batch_first=True,
+            )
+            again, _ = self.rnn(pack_padded_sequence(x, lengths, batch_first=True))
+            again, _ = pad_packed_sequence(again,
+                                           batch_first=True)
+            return out, again
+    """
+    result = fixed(source, code="DPR002")
+    assert (
+        "        out, _ = pad_packed_sequence(\n"
+        "            out,\n"
+        "            batch_first=True,\n"
+        "            total_length=x.size(1),\n"
+        "        )\n"
+    ) in result
+    assert "pad_packed_sequence(again,\n                                       batch_first=True, total_length=x.size(1))\n" in result
