@@ -112,9 +112,14 @@ def _is_docstring(statement: cst.CSTNode) -> bool:
 
 
 def _append_keyword(call: cst.Call, keyword: str, value: str) -> cst.Call:
-    """Add `keyword=value` as the last argument, in the layout the call already uses."""
+    """Add `keyword=value` as the last argument, in the layout the call already uses; when the call
+    already passes that keyword (`total_length=None`), replace its value instead."""
     new_value = cst.parse_expression(value)
     args = list(call.args)
+    for index, arg in enumerate(args):
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            args[index] = arg.with_changes(value=new_value)
+            return call.with_changes(args=args)
     if not args:
         return call.with_changes(args=[cst.Arg(keyword=cst.Name(keyword), value=new_value, equal=_tight_equal())])
     last = args[-1]

@@ -48,6 +48,10 @@ def model(build, run="x, _ = self.rnn(x)", imports=""):
         ("", "self.add_module('rnn', nn.GRU(4, 4))"),
         ("", "setattr(self, 'rnn', nn.GRU(4, 4))"),
         ("", "if x:\n            self.rnn = nn.LSTM(4, 4)\n        else:\n            self.rnn = nn.GRU(4, 4)"),
+        ("", "self.rnn = nn.LSTM(4, 4).to(dtype=torch.float)"),
+        ("", "self.rnn = nn.GRU(4, 4).cuda().double()"),
+        ("", "self.rnn, self.head = nn.LSTM(4, 4), nn.Linear(4, 4)"),
+        ("", "self.rnn = {'lstm': nn.LSTM, 'gru': nn.GRU}[name](4, 4)"),
     ],
 )
 def test_rnn_spellings_are_found(imports, build):
@@ -63,7 +67,6 @@ def test_rnn_spellings_are_found(imports, build):
         ("", "self.rnn = nn.Linear(4, 4)"),
         ("", "self.rnn = getattr(nn, 'Linear')(4, 4)"),
         ("", "self.rnn = nn.LSTM(4, 4) if x else nn.Linear(4, 4)"),
-        ("", "self.rnn = nn.LSTM(4, 4) if x else None"),
         ("class LSTM(nn.Module):\n    pass", "self.rnn = LSTM(4, 4)"),
         ("from mylib.layers import LSTM", "self.rnn = LSTM(4, 4)"),
         ("", "nn = make_namespace()\n        self.rnn = nn.LSTM(4, 4)"),
@@ -329,3 +332,55 @@ def test_weight_drop_gets_the_flatten_after_the_replacement():
         "        # run the recurrent layer\n        self.rnn.flatten_parameters()\n        out, _ = self.rnn(x)\n"
         in fixed(source)
     )
+
+
+@pytest.mark.parametrize("build", ["self.rnn = nn.LSTM(4, 4) if x else None", "self.rnn = None\n        if x:\n            self.rnn = nn.LSTM(4, 4)"])
+def test_optional_rnn_gets_a_guarded_fix(build):
+    source = model(build, run="if self.rnn is not None:\n            x, _ = self.rnn(x)")
+    assert [code for _, code in findings(source)] == ["DPR001"]
+    result = fixed(source)
+    assert "        if self.rnn is not None:\n            self.rnn.flatten_parameters()\n        if self.rnn" in result
+    assert findings(result) == []
+
+
+def test_flattening_one_member_does_not_cover_the_list():
+    source = model(
+        "self.rnn = nn.ModuleList([nn.LSTM(4, 4), nn.LSTM(4, 4)])",
+        run="self.rnn[0].flatten_parameters()\n        x, _ = self.rnn[1](x)",
+    )
+    assert [code for _, code in findings(source)] == ["DPR001"]
+    indexed_loop = model(
+        "self.rnn = nn.ModuleList([nn.LSTM(4, 4), nn.LSTM(4, 4)])",
+        run="for i in range(2):\n            self.rnn[i].flatten_parameters()\n        x, _ = self.rnn[1](x)",
+    )
+    assert findings(indexed_loop) == []
+
+
+def test_generic_flatten_over_modules_counts():
+    source = model(
+        "self.rnn = nn.LSTM(4, 4)",
+        run="for module in self.modules():\n            if isinstance(module, nn.RNNBase):\n"
+        "                module.flatten_parameters()\n        x, _ = self.rnn(x)",
+    )
+    assert findings(source) == []
+
+
+def test_explicit_dunder_call_and_forward_count_as_running():
+    assert [c for _, c in findings(model("self.rnn = nn.LSTM(4, 4)", run="x, _ = self.rnn.__call__(x)"))] == ["DPR001"]
+    assert [c for _, c in findings(model("self.rnn = nn.LSTM(4, 4)", run="x, _ = self.rnn.forward(x)"))] == ["DPR001"]
+
+
+def test_script_module_subclass_is_a_module():
+    source = """\
+    import torch
+    import torch.nn as nn
+
+    class Encoder(torch.jit.ScriptModule):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(4, 4)
+
+        def forward(self, x):
+            return self.rnn(x)
+    """
+    assert findings(source) == [(10, "DPR001")]

@@ -243,3 +243,16 @@ def test_exploded_call_gets_the_argument_on_its_own_line():
         "        )\n"
     ) in result
     assert "pad_packed_sequence(again,\n                                       batch_first=True, total_length=x.size(1))\n" in result
+
+
+def test_total_length_none_is_the_same_trap_and_is_replaced():
+    source = TEMPLATE.format(
+        imports="from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence",
+        pack="pack_padded_sequence",
+        pad="pad_packed_sequence",
+    ).replace("(out, batch_first=True)", "(out, batch_first=True, total_length=None)")
+    assert findings(source, code="DPR002") == [(8, "DPR002")]
+    assert "pad_packed_sequence(out, batch_first=True, total_length=x.size(1))" in fixed(source, code="DPR002")
+    positional = source.replace("(out, batch_first=True, total_length=None)", "(out, True, 0.0, None)")
+    assert findings(positional, code="DPR002") == [(8, "DPR002")]
+    assert fixed(positional, code="DPR002") == positional

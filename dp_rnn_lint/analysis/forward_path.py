@@ -27,9 +27,13 @@ class Invocation:
     statement: Optional[cst.BaseStatement]  # the innermost statement holding the call
 
 
+# A flatten_parameters() call on a loop variable over self.modules(): it reaches every RNN.
+EVERY_RNN = "*"
+
+
 @dataclass(frozen=True)
 class Flatten:
-    attr: str
+    attr: str  # or EVERY_RNN
     call: cst.Call
     method: cst.FunctionDef
 
@@ -90,6 +94,7 @@ class _MethodWalker(cst.CSTVisitor):
         # Local names that stand for an RNN attribute: loop variables over a ModuleList, `rnn = self.rnn`.
         self._loop_aliases: List[Dict[str, str]] = []
         self._aliases: Dict[str, str] = {}
+        self._loop_depth = 0
 
     # -- bookkeeping --------------------------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -142,10 +147,16 @@ class _MethodWalker(cst.CSTVisitor):
         return None
 
     def _iteration_aliases(self, target: cst.CSTNode, iterable: cst.CSTNode) -> Dict[str, str]:
-        """`for layer in self.layers`, `enumerate(self.layers)`, `zip(self.layers, ...)`."""
+        """`for layer in self.layers`, `enumerate(self.layers)`, `zip(self.layers, ...)`, `self.modules()`."""
         attr = self._list_attr(iterable)
         if attr and isinstance(target, cst.Name):
             return {target.value: attr}
+        if (
+            isinstance(iterable, cst.Call)
+            and is_self_attribute(iterable.func, self.me) in ("modules", "children")
+            and isinstance(target, cst.Name)
+        ):
+            return {target.value: EVERY_RNN}
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
             if iterable.func.value == "reversed" and iterable.args:
                 return self._iteration_aliases(target, iterable.args[0].value)
@@ -172,9 +183,17 @@ class _MethodWalker(cst.CSTVisitor):
     # -- statements ---------------------------------------------------------------------------------
     def visit_For(self, node: cst.For) -> None:
         self._loop_aliases.append(self._iteration_aliases(node.target, node.iter))
+        self._loop_depth += 1
 
     def leave_For(self, original_node: cst.For) -> None:
         self._loop_aliases.pop()
+        self._loop_depth -= 1
+
+    def visit_While(self, node: cst.While) -> None:
+        self._loop_depth += 1
+
+    def leave_While(self, original_node: cst.While) -> None:
+        self._loop_depth -= 1
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         for target in original_node.targets:
@@ -207,15 +226,18 @@ class _MethodWalker(cst.CSTVisitor):
         func = original_node.func
         # self.lstm(x), self.layers[i](x), layer(x) inside `for layer in self.layers`
         attr = self.rnn_attr(func)
-        if attr:
+        if attr and attr != EVERY_RNN:
             self._invocation(attr, original_node)
             return
         if isinstance(func, cst.Attribute):
             target_attr = self.rnn_attr(func.value)
             if target_attr:
                 if func.attr.value == "flatten_parameters":
-                    self.events.append(Flatten(target_attr, original_node, self.method))
-                elif func.attr.value == "forward":
+                    # `self.layers[0].flatten_parameters()` flattens one member, not the list; in a loop
+                    # over indices it may flatten them all.
+                    if not isinstance(func.value, cst.Subscript) or self._loop_depth or len(self._loop_aliases):
+                        self.events.append(Flatten(target_attr, original_node, self.method))
+                elif func.attr.value in ("forward", "__call__") and target_attr != EVERY_RNN:
                     self._invocation(target_attr, original_node)
                 elif func.attr.value == "register_parameter":
                     self.events.append(WeightReplacement(target_attr, original_node))
@@ -230,7 +252,7 @@ class _MethodWalker(cst.CSTVisitor):
         qualified = self.model.resolver.qualified_name(func, self.scope)
         if qualified == "builtins.setattr" and len(original_node.args) == 3:
             attr = self.rnn_attr(original_node.args[0].value)
-            if attr:
+            if attr and attr != EVERY_RNN:
                 self.events.append(WeightReplacement(attr, original_node))
             return
         if canonical(qualified) == PAD_PACKED_SEQUENCE:

@@ -13,6 +13,11 @@ from .torch_names import MODULE_LIST, TORCH_NN, canonical, is_module_base, rnn_k
 # How deep to follow names through assignments before giving up (guards against cycles).
 _MAX_DEPTH = 8
 _LIST_GROWERS = ("append", "extend", "insert")
+# nn.Module methods that return the module itself: `nn.LSTM(...).to(device)` is still the LSTM.
+_RETURNS_SELF = frozenset({
+    "to", "cuda", "cpu", "float", "double", "half", "bfloat16", "type", "train", "eval",
+    "requires_grad_", "share_memory", "to_empty", "xpu", "mps", "ipu",
+})
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,7 @@ class RnnSubmodule:
     attr: str
     kind: str  # "nn.LSTM", "nn.LSTM or nn.GRU", "an RNN class chosen at run time"
     is_list: bool
+    optional: bool = False  # also set to None somewhere (`nn.LSTM(...) if use_rnn else None`)
 
 
 @dataclass
@@ -29,6 +35,8 @@ class _RnnValue:
     kind: str
     is_list: bool = False
     empty_list: bool = False  # nn.ModuleList() still to be filled by append
+    optional: bool = False  # one branch of a conditional is None
+    is_none: bool = False  # the literal None
 
 
 @dataclass
@@ -188,6 +196,12 @@ class ModuleModel:
             return None
         if isinstance(expr, cst.Call):
             return self._getattr_rnn_class(expr, scope)
+        if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
+            kinds = [
+                self.rnn_class_kind(element.value, scope, depth + 1) if isinstance(element, cst.DictElement) else None
+                for element in expr.value.elements
+            ]
+            return _join_kinds(kinds) if kinds else None
         if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):
             owner = self.resolver.owner(expr.value.value, scope)
             found = owner.bindings[expr.value.value] if owner else ()
@@ -241,13 +255,19 @@ class ModuleModel:
                 return _RnnValue(factory)
             if canonical(self.resolver.qualified_name(expr.func, scope)) == MODULE_LIST:
                 return self._module_list(expr, scope, depth)
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _RETURNS_SELF:
+                return self.rnn_instance(expr.func.value, scope, depth + 1)
             return None
+        if isinstance(expr, cst.Name) and expr.value == "None":
+            return _RnnValue("", is_none=True)
         if isinstance(expr, cst.IfExp):
             body = self.rnn_instance(expr.body, scope, depth + 1)
             orelse = self.rnn_instance(expr.orelse, scope, depth + 1)
-            if body and orelse and not body.is_list and not orelse.is_list:
-                return _RnnValue(_join_kinds([body.kind, orelse.kind]))
-            return None
+            if not body or not orelse or body.is_list or orelse.is_list or (body.is_none and orelse.is_none):
+                return None
+            if body.is_none or orelse.is_none:
+                return _RnnValue(orelse.kind if body.is_none else body.kind, optional=True)
+            return _RnnValue(_join_kinds([body.kind, orelse.kind]), optional=body.optional or orelse.optional)
         if isinstance(expr, cst.Name):
             owner = self.resolver.owner(expr.value, scope)
             if owner is None or owner.kind == "module":
@@ -257,7 +277,7 @@ class ModuleModel:
                 if binding.kind != ASSIGN:
                     return None
                 values.append(self.rnn_instance(binding.value, owner, depth + 1))
-            if values and all(v is not None and not v.is_list for v in values):
+            if values and all(v is not None and not v.is_list and not v.is_none and not v.optional for v in values):
                 return _RnnValue(_join_kinds([v.kind for v in values]))
         return None
 
@@ -359,9 +379,11 @@ class ModuleModel:
         for attr, values in assigned.items():
             if any(value is None for value in values):
                 continue
-            if all(not value.is_list for value in values):
-                result[attr] = RnnSubmodule(attr, _join_kinds([v.kind for v in values]), is_list=False)
-            elif all(value.is_list for value in values):
+            rnns = [v for v in values if not v.is_none]
+            if rnns and all(not value.is_list for value in rnns):
+                optional = len(rnns) < len(values) or any(v.optional for v in rnns)
+                result[attr] = RnnSubmodule(attr, _join_kinds([v.kind for v in rnns]), is_list=False, optional=optional)
+            elif rnns and len(rnns) == len(values) and all(value.is_list for value in values):
                 extra = grown.get(attr, [])
                 if any(kind is None for kind in extra):
                     continue
@@ -380,9 +402,10 @@ class ModuleModel:
             inner = scope  # assignments in nested functions of __init__ are rare; the method scope is close enough
             if isinstance(node, cst.Assign):
                 for target in node.targets:
-                    attr = is_self_attribute(target.target, me)
-                    if attr:
-                        assigned.setdefault(attr, []).append(self.rnn_instance(node.value, inner))
+                    for element, value in _paired_targets(target.target, node.value):
+                        attr = is_self_attribute(element, me)
+                        if attr:
+                            assigned.setdefault(attr, []).append(self.rnn_instance(value, inner) if value else None)
             elif isinstance(node, cst.AnnAssign):
                 attr = is_self_attribute(node.target, me)
                 if attr and node.value is not None:
@@ -417,6 +440,17 @@ class ModuleModel:
 
     def method_parameters(self, method: cst.FunctionDef) -> List[str]:
         return parameter_names(method.params)
+
+
+def _paired_targets(target: cst.BaseExpression, value: cst.BaseExpression):
+    """(target, value) pairs of an assignment; `a, b = x, y` pairs element-wise, `a, b = f()` gives no value."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        elements = [e.value for e in target.elements]
+        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(elements):
+            if not any(isinstance(e, cst.StarredElement) for e in value.elements):
+                return list(zip(elements, [e.value for e in value.elements]))
+        return [(element, None) for element in elements]
+    return [(target, value)]
 
 
 def _join_kinds(kinds: List[Optional[str]]) -> Optional[str]:

@@ -20,6 +20,7 @@ THIRD_PARTY_MODULE_BASES = frozenset({
     "pytorch_lightning.core.LightningModule",
     "lightning.LightningModule",
     "lightning.pytorch.LightningModule",
+    "torch.jit.ScriptModule",
 })
 
 PAD_PACKED_SEQUENCE = "torch.nn.utils.rnn.pad_packed_sequence"

@@ -43,7 +43,8 @@ class Encoder(nn.Module):
 
 ## Fix safety
 Safe. The fix inserts `self.<rnn>.flatten_parameters()` as the first statement of the method that
-runs the RNN (a loop over the members for an `nn.ModuleList`). On one device the weights are already
+runs the RNN (a loop over the members for an `nn.ModuleList`; guarded by `if self.<rnn> is not None:`
+when the attribute is `None` in some configurations). On one device the weights are already
 contiguous and the call does nothing. When the method swaps the RNN's weights before running it
 (weight drop, as in AWD-LSTM), the call goes just before the statement that runs the RNN; if that
 statement cannot be found, no fix is offered.
@@ -55,7 +56,7 @@ from typing import Iterator, Optional
 
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import fresh_name, names_used
-from ..analysis.forward_path import Flatten, Invocation, WeightReplacement, flatten_call_sites
+from ..analysis.forward_path import EVERY_RNN, Flatten, Invocation, WeightReplacement, flatten_call_sites
 from ..analysis.modules import RnnSubmodule, self_name
 from ..findings import Fix, InsertAtBodyStart, InsertBeforeStatement, Violation
 from .base import Example, Rule
@@ -153,7 +154,7 @@ class FlattenParameters(Rule):
             return None
         replaced = [i for i, e in enumerate(events[:first]) if isinstance(e, WeightReplacement) and e.attr == attr]
         start = replaced[-1] if replaced else -1
-        if any(isinstance(e, Flatten) and e.attr == attr for e in events[start + 1:first]):
+        if any(isinstance(e, Flatten) and e.attr in (attr, EVERY_RNN) for e in events[start + 1:first]):
             return None
         invocation: Invocation = events[first]
         me = self_name(invocation.method) or "self"
@@ -185,6 +186,9 @@ class FlattenParameters(Rule):
         if rnn.is_list:
             loop_name = fresh_name("rnn", names_used(invocation.method))
             lines = ((0, f"for {loop_name} in {me}.{attr}:"), (1, f"{loop_name}.flatten_parameters()"))
+        elif rnn.optional:
+            # `self.rnn = nn.LSTM(...) if use_rnn else None`: flatten only when there is one.
+            lines = ((0, f"if {me}.{attr} is not None:"), (1, f"{me}.{attr}.flatten_parameters()"))
         else:
             lines = ((0, f"{me}.{attr}.flatten_parameters()"),)
         if weights_replaced:

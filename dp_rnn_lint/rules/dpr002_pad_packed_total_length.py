@@ -156,6 +156,8 @@ class PadPackedTotalLength(Rule):
             return "the call is inside a lambda"
         if any(arg.star for arg in event.call.args) or not event.call.args or event.call.args[0].keyword is not None:
             return "its arguments are not plain positional and keyword arguments"
+        if len([arg for arg in event.call.args if arg.keyword is None]) >= 4:
+            return "total_length is passed positionally as None"
         flow = flows.get(event.function)
         if flow is None:
             flow = flows[event.function] = FunctionFlow(event.function)
@@ -196,7 +198,16 @@ def _has_total_length(call: cst.Call) -> bool:
     if any(arg.star for arg in call.args):
         return True  # *args/**kwargs may carry it; do not guess
     positional = [arg for arg in call.args if arg.keyword is None]
-    return len(positional) >= 4 or any(arg.keyword is not None and arg.keyword.value == "total_length" for arg in call.args)
+    if len(positional) >= 4:
+        return not _is_none(positional[3].value)
+    return any(
+        arg.keyword is not None and arg.keyword.value == "total_length" and not _is_none(arg.value) for arg in call.args
+    )
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    # `total_length=None` is the default spelled out: the same trap.
+    return isinstance(node, cst.Name) and node.value == "None"
 
 
 def _argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
