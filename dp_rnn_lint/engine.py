@@ -82,12 +82,30 @@ def _python_syntax_error(source: Union[str, bytes]) -> Optional[str]:
     return None
 
 
+def _too_deep_for_python(source: Union[str, bytes]) -> Optional[str]:
+    """Python's parser refuses deeply nested code cleanly, where libcst's native parser can crash the
+    whole process (SIGSEGV) on a few thousand levels; so Python's parser looks first."""
+    try:
+        ast.parse(source)
+    except (RecursionError, MemoryError):
+        return "cannot parse: nested too deeply for Python's parser"
+    except SyntaxError as error:
+        if "too many nested" in str(error.msg):
+            return _python_syntax_error(source)
+    except ValueError:
+        pass
+    return None
+
+
 def parse(source: Union[str, bytes], path: str) -> cst.Module:
     """The module's syntax tree; FileProblem with one line for the user when there is none."""
     if isinstance(source, bytes):
         decode(source)
     if "\0" in (source if isinstance(source, str) else "") or (isinstance(source, bytes) and b"\0" in source):
         raise FileProblem("cannot parse: the file contains NUL bytes (is it a binary file?)")
+    too_deep = _too_deep_for_python(source)
+    if too_deep:
+        raise FileProblem(too_deep)
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as error:
@@ -129,13 +147,23 @@ def _locate(module: cst.Module, path: str, violations: Sequence[Violation]) -> L
     return findings
 
 
+def _analysed(module: cst.Module, path: str, rules: Sequence[Rule]) -> List[Finding]:
+    """Located findings; an unexpected failure of the analysis becomes a per-file problem, not a crash."""
+    try:
+        return _locate(module, path, _violations(module, path, rules))
+    except RecursionError as error:
+        raise FileProblem("cannot analyse: nested too deeply") from error
+    except Exception as error:  # a bug of ours must not stop the run over the other files
+        raise FileProblem(f"internal error while analysing ({type(error).__name__}: {error}); please report it") from error
+
+
 def check_source(source: Union[str, bytes], path: str = "", selection: Selection = Selection()) -> List[Finding]:
     """Every finding in one file's source, noqa comments not applied. Raises FileProblem."""
     rules = selection.rules()
     if not rules or not may_contain_candidates(source):
         return []
     module = parse(source, path)
-    return _locate(module, path, _violations(module, path, rules))
+    return _analysed(module, path, rules)
 
 
 def without_suppressed(findings: Iterable[Finding], text: str) -> List[Finding]:
@@ -164,7 +192,7 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
         return result
     try:
         module = parse(source, path)
-        findings = without_suppressed(_locate(module, path, _violations(module, path, rules)), module.code)
+        findings = without_suppressed(_analysed(module, path, rules), module.code)
         if fix:
             rounds = 0
             while rounds < _MAX_FIX_ROUNDS and any(f.fixable for f in findings):
@@ -177,7 +205,7 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
                     break
                 result.fixed_count += sum(1 for f in findings if f.fixable)
                 module = parse(new_bytes, path)
-                findings = without_suppressed(_locate(module, path, _violations(module, path, rules)), module.code)
+                findings = without_suppressed(_analysed(module, path, rules), module.code)
             if module.bytes != source:
                 result.fixed = module.bytes
         result.findings = findings

@@ -90,6 +90,12 @@ def write_atomically(path: str, data: bytes, expected_original: bytes) -> None:
     folder = os.path.dirname(target) or "."
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
+    except OSError as error:
+        raise FileProblem(f"cannot write: {error.strerror or error}") from error
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        # os.replace would swap even a read-only file; its mode says the user does not want that.
+        raise FileProblem("read-only file; not fixed")
+    try:
         descriptor, temporary = tempfile.mkstemp(prefix=".dp-rnn-lint-", suffix=".tmp", dir=folder)
     except OSError as error:
         raise FileProblem(f"cannot write: {error.strerror or error}") from error

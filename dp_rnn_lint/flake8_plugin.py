@@ -6,6 +6,7 @@ Columns are 0-based, as flake8 expects (it adds 1 when printing).
 
 from __future__ import annotations
 
+import sys
 from typing import Iterator, List, Tuple
 
 from . import __version__
@@ -26,7 +27,10 @@ class DataParallelRnnChecker:
         source = "".join(self.lines)
         try:
             findings = check_source(source, self.filename)
-        except FileProblem:
-            return  # flake8 reports unparsable files itself (E999)
+        except FileProblem as problem:
+            # flake8 reports syntax errors itself (E999); anything else is said once, without a traceback.
+            if "cannot parse" not in str(problem) and "cannot decode" not in str(problem):
+                sys.stderr.write(f"dp-rnn-lint: {self.filename}: {problem}\n")
+            return
         for finding in findings:
             yield finding.line, finding.col - 1, f"{finding.code} {finding.message}", type(self)

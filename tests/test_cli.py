@@ -188,3 +188,46 @@ def test_fix_leaves_unfixable_findings_and_exits_1(project):
     result = run("--fix", "model.py", cwd=project)
     assert result.returncode == 1
     assert "DPR002" in result.stdout and "(1 fixed, 1 remaining)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["'(' * 3000 + '1' + ')' * 3000", "'1+' * 20000 + '1'", "'-' * 5000 + '1'"],
+    ids=["parentheses", "operator-chain", "unary-chain"],
+)
+def test_deeply_nested_file_is_an_error_line_not_a_crash(project, expression):
+    (project / "deep.py").write_text("rnn = " + eval(expression) + "\n")
+    result = run(".", cwd=project)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ./deep.py:") or result.stderr.startswith("error: deep.py:")
+    assert "cannot parse" in result.stderr and "Traceback" not in result.stderr
+    assert "model.py:12:18: DPR001" in result.stdout
+
+
+def test_internal_error_is_one_line_and_the_run_goes_on(project, monkeypatch):
+    from dp_rnn_lint import engine
+
+    def broken(*args, **kwargs):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(engine, "_violations", broken)
+    result = engine.lint_source(BUGGY.encode(), "model.py")
+    assert result.problem.startswith("internal error while analysing (KeyError")
+
+
+def test_fix_does_not_touch_a_read_only_file(project):
+    target = project / "model.py"
+    target.chmod(0o444)
+    result = run("--fix", "model.py", cwd=project)
+    assert result.returncode == 1
+    assert "error: model.py: read-only file; not fixed" in result.stderr
+    assert target.read_text() == BUGGY
+    assert oct(target.stat().st_mode & 0o777) == "0o444"
+
+
+def test_fix_keeps_the_file_mode(project):
+    target = project / "model.py"
+    target.chmod(0o751)
+    assert run("--fix", "model.py", cwd=project).returncode == 0
+    assert oct(target.stat().st_mode & 0o777) == "0o751"
+    assert not [p.name for p in project.iterdir() if p.name.startswith(".dp-rnn-lint-")]
