@@ -1,0 +1,271 @@
+"""Run a model under DataParallel and say what goes wrong: the runtime check behind the linter's fixes.
+
+The only part of dp-rnn-lint that imports torch (install `dp-rnn-lint[harness]`).
+
+    report = check_data_parallel(model, padded, lengths)
+    assert report.ok, report.problems
+
+With at least `replicas` CUDA devices it runs the real `nn.DataParallel`; otherwise it emulates
+DataParallel on the CPU step by step (see `emulation.py`). Either way the report lists:
+- RNN submodules that ran on a replica before `flatten_parameters()` was called on that replica
+  (on GPUs: the "not part of single contiguous chunk of memory" warning);
+- outputs the replicas cannot be gathered into ("Gather got an input of invalid size");
+- exceptions raised by a replica;
+- for a module in eval mode, a gathered output that differs from the single-device output.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+from torch import nn
+from torch.nn.parallel import replicate
+from torch.nn.parallel.scatter_gather import gather, scatter_kwargs
+
+import traceback
+
+from .emulation import ReplicaError, check_gather_sizes, cpu_communication, cpu_parallel_apply
+
+NON_CONTIGUOUS_WARNING = "RNN module weights are not part of single contiguous chunk of memory"
+
+__all__ = ["HarnessReport", "check_data_parallel", "NON_CONTIGUOUS_WARNING"]
+
+
+@dataclass
+class HarnessReport:
+    problems: List[str] = field(default_factory=list)
+    output: Any = None  # the gathered output, None when gathering failed
+    replicas: int = 0  # how many replicas ran (fewer than asked when the batch is smaller)
+    mode: str = "cpu emulation"  # or "cuda"
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def __str__(self) -> str:
+        head = f"DataParallel check ({self.mode}, {self.replicas} replica{'s' if self.replicas != 1 else ''}): "
+        if self.ok:
+            return head + "ok"
+        return head + f"{len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}\n" + "\n".join(
+            f"- {problem}" for problem in self.problems
+        )
+
+
+def check_data_parallel(module: nn.Module, *inputs: Any, replicas: int = 2, **kwargs: Any) -> HarnessReport:
+    """Run `module(*inputs, **kwargs)` as DataParallel would over `replicas` devices and report problems.
+
+    Inputs are split along dim 0, as `nn.DataParallel`'s default does: pass batch-first tensors.
+    """
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"check_data_parallel needs an nn.Module, got {type(module).__name__}")
+    if replicas < 1:
+        raise ValueError("replicas must be at least 1")
+    if torch.cuda.is_available() and torch.cuda.device_count() >= replicas:
+        return _run_on_gpus(module, inputs, kwargs, replicas)
+    return _emulate(module, inputs, kwargs, replicas)
+
+
+# -- the CPU emulation ------------------------------------------------------------------------------
+def _emulate(module: nn.Module, inputs: Tuple[Any, ...], kwargs: Dict[str, Any], replicas: int) -> HarnessReport:
+    report = HarnessReport(mode="cpu emulation")
+    reference = _single_device_output(module, inputs, kwargs, report)
+    device_ids = list(range(replicas))
+    with cpu_communication():
+        # DataParallel.forward, step by step.
+        scattered, scattered_kwargs = scatter_kwargs(inputs, kwargs, device_ids, dim=0)
+        if not scattered and not scattered_kwargs:
+            scattered, scattered_kwargs = ((),), ({},)
+        copies = replicate(module, device_ids[: len(scattered)], not torch.is_grad_enabled())
+        report.replicas = len(copies)
+        watch = _FlattenWatch(copies)
+        try:
+            outputs = cpu_parallel_apply(copies, scattered, scattered_kwargs)
+        except ReplicaError as failure:  # the replica's own error, as DataParallel would re-raise it
+            report.problems.extend(watch.problems())
+            report.problems.append(_replica_failure(failure))
+            return report
+        report.problems.extend(watch.problems())
+        report.output = _gathered(outputs, report)
+    _compare(module, reference, report)
+    return report
+
+
+class _FlattenWatch:
+    """Records, per replica, whether each RNN submodule's flatten_parameters() ran before the RNN did.
+
+    Replicas share their hook dictionaries with the original module, so the watch sets instance
+    attributes on the replicas instead of registering hooks.
+    """
+
+    def __init__(self, copies: List[nn.Module]) -> None:
+        self._late: Dict[str, List[int]] = {}
+        self._kinds: Dict[str, str] = {}
+        for index, replica in enumerate(copies):
+            for name, submodule in replica.named_modules():
+                if isinstance(submodule, nn.RNNBase):
+                    self._watch(index, name or "(the module itself)", submodule)
+
+    def _watch(self, index: int, name: str, rnn: nn.RNNBase) -> None:
+        state = {"flattened": False}
+        flatten, forward = rnn.flatten_parameters, rnn.forward
+        self._kinds[name] = type(rnn).__name__
+
+        def flatten_parameters() -> None:
+            state["flattened"] = True
+            flatten()
+
+        def watched_forward(*args: Any, **kwargs: Any) -> Any:
+            if not state["flattened"]:
+                replicas = self._late.setdefault(name, [])
+                if index not in replicas:
+                    replicas.append(index)
+            return forward(*args, **kwargs)
+
+        rnn.flatten_parameters = flatten_parameters  # type: ignore[method-assign]
+        rnn.forward = watched_forward  # type: ignore[method-assign]
+
+    def problems(self) -> List[str]:
+        found = []
+        for name, replicas in self._late.items():
+            which = ", ".join(str(r) for r in replicas)
+            found.append(
+                f"RNN submodule `{name}` ({self._kinds[name]}) ran on replica{'s' if len(replicas) > 1 else ''} "
+                f"{which} before flatten_parameters() was called on that replica: on GPUs every forward warns "
+                f"'{NON_CONTIGUOUS_WARNING}' and copies the weights; call self.{name}.flatten_parameters() "
+                "at the start of forward"
+            )
+        return found
+
+
+def _gathered(outputs: List[Any], report: HarnessReport) -> Any:
+    mismatch = _first_gather_mismatch(outputs, "output")
+    try:
+        return gather(outputs, 0, dim=0)
+    except (RuntimeError, ValueError) as error:
+        where = f" {mismatch}" if mismatch else ""
+        report.problems.append(
+            f"gathering{where} from the replicas fails: {_first_line(error)}; every dimension but the batch "
+            "dimension must agree across replicas (for pad_packed_sequence outputs, pass "
+            "total_length= the padded input's time dimension)"
+        )
+        return None
+
+
+def _first_gather_mismatch(outputs: List[Any], path: str) -> Optional[str]:
+    """The path (`output[0]`, `output['logits']`) of the first output whose replicas disagree in shape."""
+    first = outputs[0]
+    if isinstance(first, torch.Tensor):
+        try:
+            check_gather_sizes([t if t.dim() else t.view(1) for t in outputs], 0)
+        except RuntimeError:
+            return path
+        return None
+    if isinstance(first, dict):
+        for key in first:
+            found = _first_gather_mismatch([o[key] for o in outputs], f"{path}[{key!r}]")
+            if found:
+                return found
+    elif isinstance(first, (list, tuple)):
+        for index, items in enumerate(zip(*outputs)):
+            found = _first_gather_mismatch(list(items), f"{path}[{index}]")
+            if found:
+                return found
+    return None
+
+
+# -- real GPUs -------------------------------------------------------------------------------------
+def _run_on_gpus(module: nn.Module, inputs: Tuple[Any, ...], kwargs: Dict[str, Any], replicas: int) -> HarnessReport:
+    report = HarnessReport(mode="cuda", replicas=replicas)
+    module = module.cuda()
+    inputs, kwargs = _to_cuda(inputs), _to_cuda(kwargs)
+    reference = _single_device_output(module, inputs, kwargs, report)
+    parallel = nn.DataParallel(module, device_ids=list(range(replicas)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            report.output = parallel(*inputs, **kwargs)
+        except RuntimeError as error:
+            report.problems.append(f"DataParallel failed: {_first_line(error)}")
+    for warning in caught:
+        if NON_CONTIGUOUS_WARNING in str(warning.message):
+            report.problems.append(f"PyTorch warned: {_first_line(warning.message)}")
+            break
+    _compare(module, reference, report)
+    return report
+
+
+def _to_cuda(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.cuda()
+    if isinstance(value, tuple):
+        return tuple(_to_cuda(v) for v in value)
+    if isinstance(value, list):
+        return [_to_cuda(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _to_cuda(v) for k, v in value.items()}
+    return value
+
+
+# -- comparing with one device ---------------------------------------------------------------------
+def _single_device_output(module: nn.Module, inputs, kwargs, report: HarnessReport) -> Any:
+    if module.training:
+        return None  # dropout and batch statistics make outputs differ legitimately
+    try:
+        with torch.no_grad():
+            return module(*inputs, **kwargs)
+    except Exception as error:
+        report.problems.append(f"the module fails even on one device: {type(error).__name__}: {_first_line(error)}")
+        return None
+
+
+def _compare(module: nn.Module, reference: Any, report: HarnessReport) -> None:
+    if reference is None or report.output is None:
+        return
+    difference = _first_difference(reference, report.output, "output")
+    if difference:
+        report.problems.append(
+            f"{difference} under DataParallel differs from the single-device output (an output whose batch "
+            "dimension is not dim 0, such as an RNN's hidden state, is gathered along the wrong dimension)"
+        )
+
+
+def _first_difference(expected: Any, actual: Any, path: str) -> Optional[str]:
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(actual, torch.Tensor) or expected.shape != actual.shape:
+            return path
+        return None if torch.allclose(expected, actual.to(expected.device), rtol=1e-4, atol=1e-5) else path
+    if isinstance(expected, dict):
+        for key in expected:
+            found = _first_difference(expected[key], actual.get(key) if isinstance(actual, dict) else None, f"{path}[{key!r}]")
+            if found:
+                return found
+        return None
+    if isinstance(expected, (list, tuple)):
+        if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
+            return path
+        for index, (e, a) in enumerate(zip(expected, actual)):
+            found = _first_difference(e, a, f"{path}[{index}]")
+            if found:
+                return found
+    return None
+
+
+def _replica_failure(failure: ReplicaError) -> str:
+    error = failure.error
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""
+    hint = ""
+    if isinstance(error, StopIteration):
+        hint = " (replicas have no registered parameters: next(self.parameters()) fails on them)"
+    return (
+        f"replica {failure.index} raised {type(error).__name__}{where}: {_first_line(error) if str(error) else '(no message)'}"
+        f"{hint}"
+    )
+
+
+def _first_line(value: Any) -> str:
+    text = str(value).strip()
+    return text.splitlines()[0] if text else type(value).__name__
