@@ -39,8 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dp-rnn-lint",
         description="Find (and fix) the recurrent-network traps of torch.nn.DataParallel. "
         "Reads code only: never imports or runs it.",
-        epilog=f"rules:\n{rules}\n\nexit status: 0 clean, 1 findings remain or a file could not be "
-        "linted, 2 usage error",
+        epilog=f"rules:\n{rules}\n\nother commands:\n  dp-rnn-lint verify FILE   run FILE's model under a "
+        "DataParallel check (imports and runs FILE; see `dp-rnn-lint verify --help`)\n\nexit status: 0 clean, "
+        "1 findings remain or a file could not be linted, 2 usage error",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or folders to lint (default: .)")
@@ -72,7 +73,53 @@ def _print_diff(result: FileResult, out: TextIO) -> None:
         out.write(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
 
 
+def build_verify_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dp-rnn-lint verify",
+        description="Run a model under DataParallel (real GPUs when there are enough, else a CPU emulation) "
+        "and report what goes wrong. This IMPORTS AND RUNS the given file: it is the only dp-rnn-lint "
+        "command that executes user code. Needs torch (pip install 'dp-rnn-lint[harness]').",
+    )
+    parser.add_argument("file", metavar="FILE", help="Python file defining the model and input factories")
+    parser.add_argument("--model-factory", default="make_model", metavar="NAME",
+                        help="function returning the nn.Module (default: make_model)")
+    parser.add_argument("--inputs-factory", default="make_inputs", metavar="NAME",
+                        help="function returning the inputs: a tuple, a dict of keyword inputs, or (tuple, dict) "
+                        "(default: make_inputs)")
+    parser.add_argument("--replicas", type=int, default=2, metavar="N", help="number of replicas (default: 2)")
+    parser.add_argument("--train", action="store_true",
+                        help="keep the model in training mode (default: eval mode, which also compares the "
+                        "output with the single-device output)")
+    return parser
+
+
+def verify(argv: Sequence[str]) -> int:
+    args = build_verify_parser().parse_args(argv)
+    if args.replicas < 1:
+        sys.stderr.write("dp-rnn-lint verify: error: --replicas must be at least 1\n")
+        return EXIT_USAGE
+    try:
+        from .harness import check_data_parallel
+        from .harness.loading import LoadProblem, load_model_and_inputs
+    except ImportError as error:
+        sys.stderr.write(f"dp-rnn-lint verify: error: the harness needs torch ({error}); "
+                         "pip install 'dp-rnn-lint[harness]'\n")
+        return EXIT_USAGE
+    try:
+        model, inputs, kwargs = load_model_and_inputs(args.file, args.model_factory, args.inputs_factory)
+    except LoadProblem as problem:
+        sys.stderr.write(f"error: {args.file}: {problem}\n")
+        return EXIT_USAGE
+    model.train(args.train)
+    report = check_data_parallel(model, *inputs, replicas=args.replicas, **kwargs)
+    sys.stdout.write(f"{args.file}: {report}\n")
+    return EXIT_CLEAN if report.ok else EXIT_FINDINGS
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "verify":
+        return verify(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     out, err = sys.stdout, sys.stderr

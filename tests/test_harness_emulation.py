@@ -1,0 +1,155 @@
+"""The CPU emulation follows torch's DataParallel: chunk sizes, replicas, gather and its error."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch import nn  # noqa: E402
+from torch.nn.parallel import replicate  # noqa: E402
+from torch.nn.parallel.scatter_gather import gather, scatter_kwargs  # noqa: E402
+
+from dp_rnn_lint.harness import check_data_parallel  # noqa: E402
+from dp_rnn_lint.harness.emulation import cpu_communication  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "batch, devices, sizes",
+    [(5, 2, [3, 2]), (4, 2, [2, 2]), (1, 2, [1]), (5, 4, [2, 2, 1]), (7, 3, [3, 3, 1]), (2, 3, [1, 1])],
+)
+def test_scatter_chunks_like_torch_chunk(batch, devices, sizes):
+    # comm.cpp splits with tensor.chunk(len(devices), dim): a batch of 5 on 2 devices is 3 + 2.
+    assert [c.size(0) for c in torch.arange(batch).chunk(devices)] == sizes
+    with cpu_communication():
+        inputs, kwargs = scatter_kwargs((torch.arange(batch).view(batch, 1),), {}, list(range(devices)))
+    assert [replica_inputs[0].size(0) for replica_inputs in inputs] == sizes
+    assert torch.equal(torch.cat([replica_inputs[0] for replica_inputs in inputs]), torch.arange(batch).view(batch, 1))
+
+
+def test_scatter_recurses_through_containers_and_replicates_other_objects():
+    Pair = collections.namedtuple("Pair", "left right")
+    marker = object()
+    structure = ({"x": torch.zeros(4, 3), "tag": "keep"}, [torch.ones(4)], Pair(torch.arange(4), marker))
+    with cpu_communication():
+        inputs, _ = scatter_kwargs(structure, {}, [0, 1])
+    assert len(inputs) == 2
+    for first in inputs:
+        mapping, listed, pair = first
+        assert mapping["x"].shape == (2, 3) and mapping["tag"] == "keep"
+        assert listed[0].shape == (2,)
+        assert isinstance(pair, Pair) and pair.right is marker
+
+
+def test_gather_concatenates_and_fails_with_torchs_message():
+    with cpu_communication():
+        assert torch.equal(gather([torch.zeros(3, 2), torch.ones(2, 2)], 0), torch.cat([torch.zeros(3, 2), torch.ones(2, 2)]))
+        with pytest.raises(RuntimeError, match=r"^Gather got an input of invalid size: got \[2, 5, 4\], but expected \[2, 6, 4\]$"):
+            gather([torch.zeros(3, 6, 4), torch.zeros(2, 5, 4)], 0)
+
+
+def test_replicas_parameters_are_non_leaf_copies_and_gradients_flow_back():
+    model = nn.Linear(3, 2)
+    with cpu_communication():
+        copies = replicate(model, [0, 1])
+    assert len(copies) == 2
+    for copy in copies:
+        assert not copy.weight.is_leaf and list(copy.parameters()) == []
+        assert torch.equal(copy.weight, model.weight)
+    (copies[0](torch.ones(1, 3)).sum() + copies[1](torch.ones(1, 3)).sum()).backward()
+    assert torch.equal(model.weight.grad, torch.full((2, 3), 2.0))
+
+
+def test_rnn_replicas_keep_their_own_flat_weight_lists():
+    model = nn.LSTM(3, 4)
+    with cpu_communication():
+        copies = replicate(model, [0, 1])
+    assert copies[0]._flat_weights is not copies[1]._flat_weights
+
+
+def test_patches_are_undone_after_the_emulation():
+    from torch.nn.parallel import _functions, comm
+
+    before = (comm.scatter, comm.broadcast_coalesced, _functions.Broadcast, _functions.Gather)
+    with cpu_communication():
+        pass
+    assert (comm.scatter, comm.broadcast_coalesced, _functions.Broadcast, _functions.Gather) == before
+
+
+class Encoder(nn.Module):
+    def __init__(self, flatten: bool):
+        super().__init__()
+        self.flatten = flatten
+        self.rnn = nn.GRU(3, 4, batch_first=True)
+
+    def forward(self, x):
+        if self.flatten:
+            self.rnn.flatten_parameters()
+        return self.rnn(x)[0]
+
+
+def test_rnn_without_flatten_on_the_replica_is_reported_by_name():
+    torch.manual_seed(0)
+    report = check_data_parallel(Encoder(flatten=False).eval(), torch.randn(5, 6, 3))
+    assert not report.ok
+    assert report.replicas == 2
+    [problem] = report.problems
+    assert problem.startswith("RNN submodule `rnn` (GRU) ran on replicas 0, 1 before flatten_parameters()")
+
+
+def test_flattened_rnn_passes_and_matches_one_device():
+    torch.manual_seed(0)
+    model, x = Encoder(flatten=True).eval(), torch.randn(5, 6, 3)
+    report = check_data_parallel(model, x)
+    assert report.ok, report.problems
+    assert torch.allclose(report.output, model(x))
+
+
+def test_batch_smaller_than_replicas_uses_fewer_replicas():
+    report = check_data_parallel(Encoder(flatten=True).eval(), torch.randn(1, 6, 3), replicas=2)
+    assert report.ok and report.replicas == 1
+
+
+def test_hidden_state_output_is_reported_as_differing_from_one_device():
+    class ReturnsHidden(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(3, 4, batch_first=True)
+
+        def forward(self, x):
+            self.rnn.flatten_parameters()
+            return self.rnn(x)[1]  # (layers, batch, hidden): batch is dim 1
+
+    report = check_data_parallel(ReturnsHidden().eval(), torch.randn(4, 6, 3))
+    assert report.problems and report.problems[0].startswith("output under DataParallel differs")
+
+
+def test_replica_exception_is_reported_with_its_type():
+    class NeedsParameters(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return x.to(next(self.parameters()).device)
+
+    [problem] = check_data_parallel(NeedsParameters().eval(), torch.randn(4, 3)).problems
+    assert problem.startswith("replica 0 raised StopIteration")
+
+
+def test_non_module_is_a_type_error():
+    with pytest.raises(TypeError):
+        check_data_parallel(lambda x: x, torch.zeros(2))
+
+
+@pytest.mark.skipif(
+    torch.cuda.device_count() < 2, reason=f"needs 2 CUDA devices for real DataParallel, found {torch.cuda.device_count()}"
+)
+def test_real_data_parallel_reports_the_warning_and_the_gather_error():
+    torch.manual_seed(0)
+    report = check_data_parallel(Encoder(flatten=False).eval(), torch.randn(5, 6, 3))
+    assert report.mode == "cuda"
+    assert any("not part of single contiguous chunk" in p for p in report.problems)
+    assert check_data_parallel(Encoder(flatten=True).eval(), torch.randn(5, 6, 3)).ok
