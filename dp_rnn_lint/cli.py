@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import sys
 from typing import List, Optional, Sequence, TextIO
 
 from . import __version__
 from .engine import FileResult, Selection, lint_path
-from .files import discover
+from .engine import decode as decode_source
+from .files import FileProblem, discover
 from .reporters import REPORTERS
 from .rules import ALL_RULES
 
@@ -66,7 +68,11 @@ def _describe_problem(result: FileResult) -> str:
 
 def _print_diff(result: FileResult, out: TextIO) -> None:
     def decode(data: bytes) -> List[str]:
-        return data.decode("utf-8", "replace").splitlines(keepends=True)
+        try:
+            text = decode_source(data)
+        except FileProblem:
+            text = data.decode("utf-8", "replace")
+        return text.splitlines(keepends=True)
 
     diff = difflib.unified_diff(decode(result.original or b""), decode(result.fixed or b""), result.path, result.path)
     for line in diff:
@@ -117,6 +123,21 @@ def verify(argv: Sequence[str]) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader went away (`dp-rnn-lint . | head`): stop quietly, as other command-line tools do.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return EXIT_FINDINGS
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        return 130
+
+
+def _main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "verify":
         return verify(argv[1:])

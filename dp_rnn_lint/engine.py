@@ -193,19 +193,28 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
     try:
         module = parse(source, path)
         findings = without_suppressed(_analysed(module, path, rules), module.code)
+        if fix and any(f.fixable for f in findings) and module.bytes != source:
+            # libcst does not reproduce a few rare layouts exactly (form feeds, CR-only line endings);
+            # rewriting such a file would change bytes beyond the fix.
+            raise FileProblem("cannot be fixed safely: its layout (form feed or CR-only line endings) "
+                              "would not be kept byte for byte")
         if fix:
             rounds = 0
             while rounds < _MAX_FIX_ROUNDS and any(f.fixable for f in findings):
                 rounds += 1
+                fixable_before = sum(1 for f in findings if f.fixable)
                 edits = [edit for f in findings if f.fix is not None for edit in f.fix.edits]
                 fixed_module = apply_edits(module, edits)
                 new_bytes = fixed_module.bytes
                 check_compiles(new_bytes, path or "<source>")
                 if new_bytes == module.bytes:
                     break
-                result.fixed_count += sum(1 for f in findings if f.fixable)
                 module = parse(new_bytes, path)
                 findings = without_suppressed(_analysed(module, path, rules), module.code)
+                fixable_after = sum(1 for f in findings if f.fixable)
+                result.fixed_count += max(fixable_before - fixable_after, 0)
+                if fixable_after >= fixable_before:
+                    break  # a fix that does not remove its finding must not be applied again and again
             if module.bytes != source:
                 result.fixed = module.bytes
         result.findings = findings

@@ -33,20 +33,26 @@ def _excluded(path: Path, patterns: Sequence[str]) -> bool:
 def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> Iterator[Tuple[str, Optional[str]]]:
     """Yield (path, problem) for every Python file under the given paths, in a stable order.
 
-    A path given explicitly is always linted, whatever its name; folders are walked for `*.py`
+    A file given explicitly is always linted, whatever its name; folders are walked for `*.py`
     files, skipping DEFAULT_EXCLUDES, virtual environments and anything matching `exclude`.
     """
     patterns = tuple(exclude)
     for given in paths:
         root = Path(given)
-        if root.is_dir():
-            yield from _walk(root, patterns + DEFAULT_EXCLUDES)
-        elif root.exists() or root.is_symlink():
-            if _excluded(root, patterns):
+        try:
+            if root.is_dir():
+                yield from _walk(root, patterns + DEFAULT_EXCLUDES)
                 continue
-            yield str(root), None if root.exists() else "broken symbolic link"
-        else:
-            yield str(root), "no such file or directory"
+            if root.is_symlink() and not root.exists():
+                yield str(root), "broken symbolic link"
+            elif not root.exists():
+                yield str(root), "no such file or directory"
+            elif not stat.S_ISREG(root.stat().st_mode):
+                yield str(root), "not a regular file"  # a FIFO or device would block or never end
+            else:
+                yield str(root), None
+        except OSError as error:
+            yield str(root), f"cannot access: {error.strerror or error}"
 
 
 def _walk(root: Path, patterns: Sequence[str]) -> Iterator[Tuple[str, Optional[str]]]:
@@ -61,9 +67,9 @@ def _walk(root: Path, patterns: Sequence[str]) -> Iterator[Tuple[str, Optional[s
             continue
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
-            is_file = entry.is_file()
+            is_file = entry.is_file() and stat.S_ISREG(entry.stat().st_mode)
         except OSError:
-            continue
+            is_dir, is_file = False, False
         if is_dir:
             if not _is_virtualenv(path):
                 yield from _walk(path, patterns)

@@ -123,18 +123,24 @@ def _append_keyword(call: cst.Call, keyword: str, value: str) -> cst.Call:
     if not args:
         return call.with_changes(args=[cst.Arg(keyword=cst.Name(keyword), value=new_value, equal=_tight_equal())])
     last = args[-1]
+    new_arg = cst.Arg(keyword=cst.Name(keyword), value=new_value, equal=_tight_equal())
     if isinstance(last.comma, cst.Comma):
-        # Exploded call with a trailing comma: the new argument goes on its own line, with a comma.
+        # Trailing comma: the new argument goes after it, in the same layout; a comment after the
+        # old last argument stays on that argument's line.
+        closing = last.comma.whitespace_after  # what stood between the trailing comma and `)`
         between = _separator(call, args)
-        new_arg = cst.Arg(keyword=cst.Name(keyword), value=new_value, equal=_tight_equal(), comma=last.comma)
-        args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=between))
+        if isinstance(closing, cst.ParenthesizedWhitespace) and isinstance(between, cst.ParenthesizedWhitespace):
+            args[-1] = last.with_changes(comma=last.comma.with_changes(
+                whitespace_after=closing.with_changes(indent=between.indent, last_line=between.last_line)
+            ))
+            new_arg = new_arg.with_changes(comma=cst.Comma(whitespace_after=cst.ParenthesizedWhitespace(
+                first_line=cst.TrailingWhitespace(), empty_lines=[], indent=closing.indent, last_line=closing.last_line,
+            )))
+        else:
+            args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=cst.SimpleWhitespace(" ")))
+            new_arg = new_arg.with_changes(comma=cst.Comma(whitespace_after=closing))
     else:
-        new_arg = cst.Arg(
-            keyword=cst.Name(keyword),
-            value=new_value,
-            equal=_tight_equal(),
-            whitespace_after_arg=last.whitespace_after_arg,
-        )
+        new_arg = new_arg.with_changes(whitespace_after_arg=last.whitespace_after_arg)
         args[-1] = last.with_changes(
             comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
             whitespace_after_arg=cst.SimpleWhitespace(""),
@@ -148,9 +154,7 @@ def _separator(call: cst.Call, args: List[cst.Arg]) -> Union[cst.BaseParenthesiz
     for arg in args[:-1]:
         if isinstance(arg.comma, cst.Comma):
             return arg.comma.whitespace_after
-    if isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
-        return call.whitespace_before_args
-    return cst.SimpleWhitespace(" ")
+    return call.whitespace_before_args
 
 
 def _tight_equal() -> cst.AssignEqual:

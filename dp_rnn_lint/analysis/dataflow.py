@@ -13,6 +13,7 @@ from typing import Callable, Dict, List, Optional, Set, Union
 import libcst as cst
 
 from .names import parameter_names
+from .statements import StatementTracker
 
 
 @dataclass(frozen=True)
@@ -29,32 +30,31 @@ class FunctionFlow(cst.CSTVisitor):
         self.function = function
         self.parameters: Set[str] = set(parameter_names(function.params))
         self.seq_of: Dict[cst.CSTNode, int] = {}
-        self.statement_of: Dict[cst.CSTNode, cst.BaseStatement] = {}
+        # For each call: the statement a new line may go right before, or None when nowhere is safe.
+        self.insertion_point: Dict[cst.CSTNode, Optional[cst.BaseStatement]] = {}
         self.bindings: Dict[str, List[BindingSite]] = {}
         self._seq = 0
-        self._statements: List[cst.BaseStatement] = []
+        self._statements = StatementTracker()
         function.body.visit(self)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self._seq += 1
-        if isinstance(node, (cst.Name, cst.Call)):
-            self.seq_of[node] = self._seq
-            if self._statements:
-                self.statement_of[node] = self._statements[-1]
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             self._bind(node.name.value, None, None)
             return False
         if isinstance(node, cst.Lambda):
             return False
-        if isinstance(node, cst.BaseStatement):
-            self._statements.append(node)
+        self._statements.enter(node)
+        if isinstance(node, (cst.Name, cst.Call)):
+            self.seq_of[node] = self._seq
+            if isinstance(node, cst.Call):
+                self.insertion_point[node] = self._statements.insertion_point()
         return super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         self._seq += 1
         super().on_leave(original_node)
-        if isinstance(original_node, cst.BaseStatement) and self._statements and self._statements[-1] is original_node:
-            self._statements.pop()
+        self._statements.leave(original_node)
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         for target in original_node.targets:
@@ -75,6 +75,18 @@ class FunctionFlow(cst.CSTVisitor):
     def leave_WithItem(self, original_node: cst.WithItem) -> None:
         if original_node.asname is not None:
             self._bind_target(original_node.asname.name, None, opaque=True)
+
+    def leave_Del(self, original_node: cst.Del) -> None:
+        # `del x` unbinds x: a later `x.size(1)` would fail, so it counts as a rebinding.
+        self._bind_target(original_node.target, None, opaque=True)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None:
+            self._bind_target(node.name.name, None, opaque=True)
+
+    def visit_MatchAs(self, node: cst.MatchAs) -> None:
+        if node.name is not None:
+            self._bind_target(node.name, None, opaque=True)
 
     def _bind_target(self, target: cst.CSTNode, value: Optional[cst.BaseExpression], opaque: bool = False) -> None:
         if isinstance(target, cst.Name):
@@ -132,6 +144,7 @@ def trace_to_pack(
     flow: FunctionFlow,
     expr: cst.BaseExpression,
     is_pack_call: Callable[[cst.Call], bool],
+    is_module_call: Callable[[cst.Call], bool],
     before: Optional[int] = None,
     depth: int = 0,
     rnn_output: bool = False,
@@ -147,13 +160,15 @@ def trace_to_pack(
         if is_pack_call(expr):
             return PackSite(expr)
         positional = [arg for arg in expr.args if arg.keyword is None and not arg.star]
-        if rnn_output and positional:
-            return trace_to_pack(flow, positional[0].value, is_pack_call, flow.seq_of.get(expr, before), depth + 1)
+        if rnn_output and positional and is_module_call(expr):
+            return trace_to_pack(
+                flow, positional[0].value, is_pack_call, is_module_call, flow.seq_of.get(expr, before), depth + 1
+            )
         return "the packed sequence comes from a call this linter cannot follow"
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Call):
         index = expr.slice[0].slice if len(expr.slice) == 1 else None
         if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0":
-            return trace_to_pack(flow, expr.value, is_pack_call, before, depth + 1, rnn_output=True)
+            return trace_to_pack(flow, expr.value, is_pack_call, is_module_call, before, depth + 1, rnn_output=True)
         return "the packed sequence comes from an expression this linter cannot follow"
     if isinstance(expr, cst.Name):
         seq = flow.seq_of.get(expr, before)
@@ -167,8 +182,8 @@ def trace_to_pack(
         if site.value is None:
             return f"`{expr.value}` is bound by a loop, `with` or another statement this linter cannot follow"
         if site.tuple_index is None:
-            return trace_to_pack(flow, site.value, is_pack_call, site.seq, depth + 1)
+            return trace_to_pack(flow, site.value, is_pack_call, is_module_call, site.seq, depth + 1)
         if site.tuple_index == 0 and isinstance(site.value, cst.Call):
-            return trace_to_pack(flow, site.value, is_pack_call, site.seq, depth + 1, rnn_output=True)
+            return trace_to_pack(flow, site.value, is_pack_call, is_module_call, site.seq, depth + 1, rnn_output=True)
         return f"`{expr.value}` is not the output of an RNN call"
     return "the packed sequence comes from an expression this linter cannot follow"

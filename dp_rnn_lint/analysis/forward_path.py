@@ -14,6 +14,7 @@ import libcst as cst
 
 from .modules import ModuleClass, ModuleModel, RnnSubmodule, is_self_attribute, self_name, string_value
 from .names import Scope
+from .statements import StatementTracker
 from .torch_names import PAD_PACKED_SEQUENCE, canonical
 
 
@@ -24,7 +25,7 @@ class Invocation:
     attr: str
     call: cst.Call
     method: cst.FunctionDef  # the method (not a nested function) whose body holds the call
-    statement: Optional[cst.BaseStatement]  # the innermost statement holding the call
+    statement: Optional[cst.BaseStatement]  # where a line can go just before the call; None if nowhere safe
 
 
 # A flatten_parameters() call on a loop variable over self.modules(): it reaches every RNN.
@@ -44,6 +45,7 @@ class WeightReplacement:
 
     attr: str
     node: cst.CSTNode
+    statements: tuple = ()  # the statements around it, outermost first
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class ForwardPath:
         self.cls = cls
         self.rnns: Dict[str, RnnSubmodule] = model.rnn_submodules(cls)
         self._cache: Dict[cst.FunctionDef, List[Event]] = {}
+        self._inlined: Set[cst.FunctionDef] = set()
         self.methods_on_path: List[cst.FunctionDef] = []
         found = cls.find_method("forward")
         self.events: List[Event] = self.walk(found[0], found[1], set()) if found else []
@@ -90,7 +93,7 @@ class _MethodWalker(cst.CSTVisitor):
         self.events: List[Event] = []
         self._scopes: List[Scope] = [self.model.resolver.scopes[method]]
         self._functions: List[Union[cst.FunctionDef, cst.Lambda]] = [method]
-        self._statements: List[cst.BaseStatement] = []
+        self._statements = StatementTracker()
         # Local names that stand for an RNN attribute: loop variables over a ModuleList, `rnn = self.rnn`.
         self._loop_aliases: List[Dict[str, str]] = []
         self._aliases: Dict[str, str] = {}
@@ -98,8 +101,7 @@ class _MethodWalker(cst.CSTVisitor):
 
     # -- bookkeeping --------------------------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.BaseStatement):
-            self._statements.append(node)
+        self._statements.enter(node)
         if isinstance(node, (cst.FunctionDef, cst.Lambda)):
             self._functions.append(node)
             self._scopes.append(self.model.resolver.scopes[node])
@@ -110,8 +112,7 @@ class _MethodWalker(cst.CSTVisitor):
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         super().on_leave(original_node)
-        if isinstance(original_node, cst.BaseStatement):
-            self._statements.pop()
+        self._statements.leave(original_node)
         if isinstance(original_node, (cst.FunctionDef, cst.Lambda)):
             self._functions.pop()
             self._scopes.pop()
@@ -151,12 +152,17 @@ class _MethodWalker(cst.CSTVisitor):
         attr = self._list_attr(iterable)
         if attr and isinstance(target, cst.Name):
             return {target.value: attr}
-        if (
-            isinstance(iterable, cst.Call)
-            and is_self_attribute(iterable.func, self.me) in ("modules", "children")
-            and isinstance(target, cst.Name)
-        ):
-            return {target.value: EVERY_RNN}
+        if isinstance(iterable, cst.Call):
+            source = is_self_attribute(iterable.func, self.me)
+            if source in ("modules", "children") and isinstance(target, cst.Name):
+                return {target.value: EVERY_RNN}
+            if (
+                source in ("named_modules", "named_children")
+                and isinstance(target, (cst.Tuple, cst.List))
+                and len(target.elements) == 2
+                and isinstance(target.elements[1].value, cst.Name)
+            ):
+                return {target.elements[1].value.value: EVERY_RNN}
         if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name):
             if iterable.func.value == "reversed" and iterable.args:
                 return self._iteration_aliases(target, iterable.args[0].value)
@@ -214,12 +220,12 @@ class _MethodWalker(cst.CSTVisitor):
         if isinstance(target, cst.Attribute) and target.attr.value.startswith(("weight_", "bias_")):
             attr = self.rnn_attr(target.value)
             if attr:
-                self.events.append(WeightReplacement(attr, target))
+                self.events.append(WeightReplacement(attr, target, self._statements.statements))
         elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Attribute):
             if target.value.attr.value == "_parameters":
                 attr = self.rnn_attr(target.value.value)
                 if attr:
-                    self.events.append(WeightReplacement(attr, target))
+                    self.events.append(WeightReplacement(attr, target, self._statements.statements))
 
     # -- calls --------------------------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call) -> None:
@@ -240,7 +246,7 @@ class _MethodWalker(cst.CSTVisitor):
                 elif func.attr.value in ("forward", "__call__") and target_attr != EVERY_RNN:
                     self._invocation(target_attr, original_node)
                 elif func.attr.value == "register_parameter":
-                    self.events.append(WeightReplacement(target_attr, original_node))
+                    self.events.append(WeightReplacement(target_attr, original_node, self._statements.statements))
                 return
             helper = is_self_attribute(func, self.me)
             if helper is not None:
@@ -253,14 +259,13 @@ class _MethodWalker(cst.CSTVisitor):
         if qualified == "builtins.setattr" and len(original_node.args) == 3:
             attr = self.rnn_attr(original_node.args[0].value)
             if attr and attr != EVERY_RNN:
-                self.events.append(WeightReplacement(attr, original_node))
+                self.events.append(WeightReplacement(attr, original_node, self._statements.statements))
             return
         if canonical(qualified) == PAD_PACKED_SEQUENCE:
             self.events.append(PadCall(original_node, self._functions[-1], self.scope))
 
     def _invocation(self, attr: str, call: cst.Call) -> None:
-        statement = self._statements[-1] if self._statements else None
-        self.events.append(Invocation(attr, call, self.method, statement))
+        self.events.append(Invocation(attr, call, self.method, self._statements.insertion_point()))
 
     def _is_super_call(self, node: cst.CSTNode) -> bool:
         return (
@@ -275,8 +280,12 @@ class _MethodWalker(cst.CSTVisitor):
         if found is None:
             return
         method, owner = found
-        if method in self.active:
-            return  # recursion: its events are already being collected
+        if method in self.active or method in self.path._inlined:
+            # Recursion, or a helper already spliced in at an earlier call: its first run is what
+            # decides whether flatten_parameters() came before the RNN, and splicing it at every
+            # call would grow exponentially with nested helpers.
+            return
+        self.path._inlined.add(method)
         self.events.extend(self.path.walk(method, owner, self.active))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -9,6 +10,9 @@ import libcst as cst
 
 from .names import ASSIGN, DEF, PARAM, NameResolver, Scope, parameter_names
 from .torch_names import MODULE_LIST, TORCH_NN, canonical, is_module_base, rnn_kind
+
+# Words that mark a run-time name as naming an RNN class: getattr(nn, rnn_type), getattr(nn, cell).
+_RNN_WORDS = re.compile(r"rnn|lstm|gru|cell", re.IGNORECASE)
 
 # How deep to follow names through assignments before giving up (guards against cycles).
 _MAX_DEPTH = 8
@@ -134,6 +138,7 @@ class ModuleModel:
         for cls in self.classes:
             cls.bases = [by_node[base] for base in self._same_file_bases(cls.node) if base in by_node]
         self._rnn_memo: Dict[int, Dict[str, RnnSubmodule]] = {}
+        self._assigned_memo: Dict[int, set] = {}
 
     # -- classes ------------------------------------------------------------------------------------
     def _same_file_bases(self, node: cst.ClassDef) -> List[cst.ClassDef]:
@@ -157,6 +162,22 @@ class ModuleModel:
             result = any(self._is_module(base, depth + 1) for base in self._same_file_bases(node))
         self._is_module_memo[node] = result
         return result
+
+    def _flattens_itself(self, func: cst.BaseExpression, scope: Scope) -> bool:
+        """An RNN subclass of this file whose own forward calls self.flatten_parameters()."""
+        if not isinstance(func, cst.Name):
+            return False
+        for binding in self.resolver.bindings(func.value, scope):
+            if binding.kind == DEF and isinstance(binding.node, cst.ClassDef):
+                body = binding.node.body.body if isinstance(binding.node.body, cst.IndentedBlock) else ()
+                for statement in body:
+                    if isinstance(statement, cst.FunctionDef) and statement.name.value == "forward":
+                        me = self_name(statement)
+                        for call in iter_nodes(statement.body, (cst.Call,)):
+                            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "flatten_parameters":
+                                if isinstance(call.func.value, cst.Name) and call.func.value.value == me:
+                                    return True
+        return False
 
     def rnn_subclass_kind(self, node: cst.ClassDef, depth: int = 0) -> Optional[str]:
         """"nn.LSTM" when a class of this file subclasses torch's LSTM (directly or via this file)."""
@@ -205,13 +226,24 @@ class ModuleModel:
         if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):
             owner = self.resolver.owner(expr.value.value, scope)
             found = owner.bindings[expr.value.value] if owner else ()
-            if len(found) == 1 and found[0].kind == ASSIGN and isinstance(found[0].value, cst.Dict):
-                kinds = [
-                    self.rnn_class_kind(element.value, owner, depth + 1) if isinstance(element, cst.DictElement) else None
-                    for element in found[0].value.elements
-                ]
-                return _join_kinds(kinds) if kinds else None
+            if len(found) == 1 and found[0].kind == ASSIGN:
+                values = self._dict_values(found[0].value, owner)
+                if values:
+                    return _join_kinds([self.rnn_class_kind(value, owner, depth + 1) for value in values])
         return None
+
+    def _dict_values(self, node: Optional[cst.BaseExpression], scope: Scope) -> List[Optional[cst.BaseExpression]]:
+        """The values of `{"lstm": nn.LSTM, ...}` or `dict(lstm=nn.LSTM, ...)`; [] for anything else."""
+        if isinstance(node, cst.Dict):
+            return [e.value if isinstance(e, cst.DictElement) else None for e in node.elements]
+        if (
+            isinstance(node, cst.Call)
+            and self.resolver.qualified_name(node.func, scope) == "builtins.dict"
+            and node.args
+            and all(arg.keyword is not None for arg in node.args)
+        ):
+            return [arg.value for arg in node.args]
+        return []
 
     def _getattr_rnn_class(self, call: cst.Call, scope: Scope) -> Optional[str]:
         """getattr(nn, "LSTM") or getattr(nn, rnn_type): a class looked up on torch.nn by name."""
@@ -219,11 +251,32 @@ class ModuleModel:
             return None
         if canonical(self.resolver.qualified_name(call.args[0].value, scope)) not in (TORCH_NN, "torch.nn.modules"):
             return None
-        literal = string_value(call.args[1].value)
+        name = call.args[1].value
+        literals = self._string_values(name, scope)
+        if literals:
+            kinds = [rnn_kind(f"torch.nn.{literal}") for literal in literals]
+            return _join_kinds([f"nn.{kind}" if kind else None for kind in kinds])
+        # A name chosen at run time: only an RNN when it says so (`rnn_type`, `cell`, `args.lstm_kind`);
+        # `getattr(nn, activation)` must not get a flatten_parameters() call.
+        if _RNN_WORDS.search(self.module.code_for_node(name)):
+            return "an RNN class chosen at run time"
+        return None
+
+    def _string_values(self, node: cst.BaseExpression, scope: Scope) -> List[str]:
+        """The string literals a name can hold (its assignments and parameter default), [] if unknown."""
+        literal = string_value(node)
         if literal is not None:
-            found = rnn_kind(f"torch.nn.{literal}")
-            return f"nn.{found}" if found else None
-        return "an RNN class chosen at run time"
+            return [literal]
+        if not isinstance(node, cst.Name):
+            return []
+        owner = self.resolver.owner(node.value, scope)
+        values = []
+        for binding in owner.bindings[node.value] if owner else ():
+            value = string_value(binding.value) if binding.value is not None else None
+            if binding.kind not in (ASSIGN, PARAM) or value is None:
+                return []
+            values.append(value)
+        return values
 
     def _name_kind(self, name: str, scope: Scope, depth: int, evaluate) -> Optional[str]:
         """Follow a plain name to every value bound to it; all must agree that it is an RNN."""
@@ -249,6 +302,8 @@ class ModuleModel:
         if isinstance(expr, cst.Call):
             kind = self.rnn_class_kind(expr.func, scope, depth + 1)
             if kind:
+                if self._flattens_itself(expr.func, scope):
+                    return None  # its own forward calls self.flatten_parameters(): nothing to add
                 return _RnnValue(kind)
             factory = self._factory_kind(expr.func, scope)
             if factory:
@@ -375,6 +430,7 @@ class ModuleModel:
         for owner in cls.mro():
             for method in owner.methods.values():
                 self._collect_assignments(method, assigned, grown)
+        self._assigned_memo[key] = set(assigned) | set(grown)
         result = {}
         for attr, values in assigned.items():
             if any(value is None for value in values):
@@ -393,12 +449,17 @@ class ModuleModel:
         self._rnn_memo[key] = result
         return result
 
+    def assigned_attributes(self, cls: ModuleClass) -> set:
+        """Every attribute name the class (or a base of this file) sets on self, whatever the value."""
+        self.rnn_submodules(cls)
+        return self._assigned_memo[id(cls)]
+
     def _collect_assignments(self, method: cst.FunctionDef, assigned: Dict, grown: Dict) -> None:
         me = self_name(method)
         if me is None:
             return
         scope = self.resolver.scopes[method]
-        for node in iter_nodes(method.body, (cst.Assign, cst.AnnAssign, cst.Call)):
+        for node in iter_nodes(method.body, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call)):
             inner = scope  # assignments in nested functions of __init__ are rare; the method scope is close enough
             if isinstance(node, cst.Assign):
                 for target in node.targets:
@@ -406,6 +467,10 @@ class ModuleModel:
                         attr = is_self_attribute(element, me)
                         if attr:
                             assigned.setdefault(attr, []).append(self.rnn_instance(value, inner) if value else None)
+            elif isinstance(node, cst.AugAssign):
+                attr = is_self_attribute(node.target, me)
+                if attr and isinstance(node.operator, cst.AddAssign):
+                    grown.setdefault(attr, []).append(self._grown_kind("extend", _single_arg_call(node.value), inner, 0))
             elif isinstance(node, cst.AnnAssign):
                 attr = is_self_attribute(node.target, me)
                 if attr and node.value is not None:
@@ -440,6 +505,11 @@ class ModuleModel:
 
     def method_parameters(self, method: cst.FunctionDef) -> List[str]:
         return parameter_names(method.params)
+
+
+def _single_arg_call(value: cst.BaseExpression) -> cst.Call:
+    """`self.layers += [x]` reads as `self.layers.extend([x])`."""
+    return cst.Call(func=cst.Name("extend"), args=[cst.Arg(value=value)])
 
 
 def _paired_targets(target: cst.BaseExpression, value: cst.BaseExpression):

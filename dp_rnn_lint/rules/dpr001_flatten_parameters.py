@@ -54,6 +54,8 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
+import libcst as cst
+
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import fresh_name, names_used
 from ..analysis.forward_path import EVERY_RNN, Flatten, Invocation, WeightReplacement, flatten_call_sites
@@ -157,6 +159,7 @@ class FlattenParameters(Rule):
         if any(isinstance(e, Flatten) and e.attr in (attr, EVERY_RNN) for e in events[start + 1:first]):
             return None
         invocation: Invocation = events[first]
+        replacement = next(e for e in reversed(events[:first]) if isinstance(e, WeightReplacement) and e.attr == attr) if replaced else None
         me = self_name(invocation.method) or "self"
         target = f"{me}.{attr}"
         message = (
@@ -165,7 +168,9 @@ class FlattenParameters(Rule):
             "under DataParallel every replica's RNN weights are non-contiguous and get copied on every call"
         )
         message += self._context(analysis, cls, events, first, attr, bool(replaced))
-        fix = self._fix(invocation, attr, rnn, me, weights_replaced=bool(replaced))
+        fix = None
+        if _same_rnn_in_every_class_sharing(analysis, invocation.method, attr, rnn):
+            fix = self._fix(invocation, attr, rnn, me, replacement)
         return Violation(self.code, message, invocation.call, fix)
 
     @staticmethod
@@ -182,7 +187,7 @@ class FlattenParameters(Rule):
         return ""
 
     @staticmethod
-    def _fix(invocation: Invocation, attr: str, rnn: RnnSubmodule, me: str, weights_replaced: bool) -> Optional[Fix]:
+    def _fix(invocation: Invocation, attr: str, rnn: RnnSubmodule, me: str, replacement) -> Optional[Fix]:
         if rnn.is_list:
             loop_name = fresh_name("rnn", names_used(invocation.method))
             lines = ((0, f"for {loop_name} in {me}.{attr}:"), (1, f"{loop_name}.flatten_parameters()"))
@@ -191,9 +196,40 @@ class FlattenParameters(Rule):
             lines = ((0, f"if {me}.{attr} is not None:"), (1, f"{me}.{attr}.flatten_parameters()"))
         else:
             lines = ((0, f"{me}.{attr}.flatten_parameters()"),)
-        if weights_replaced:
-            if invocation.statement is None:
+        if replacement is not None:
+            # Just before the statement that runs the RNN, which must come after the replacement.
+            if invocation.statement is None or invocation.statement in replacement.statements:
                 return None
             return Fix((InsertBeforeStatement(invocation.statement, lines),))
+        if _starts_with_docstring_and_more(invocation.method):
+            return None  # `"""Doc."""; out = self.rnn(x)`: nothing can go first without losing the docstring
         return Fix((InsertAtBodyStart(invocation.method, lines),))
+
+
+def _same_rnn_in_every_class_sharing(analysis: FileAnalysis, method, attr: str, rnn: RnnSubmodule) -> bool:
+    """A fix in a method inherited by several classes runs for all of them: only safe when `attr`
+    holds the same kind of RNN (or list of them) in each."""
+    for cls in analysis.model.classes:
+        owners = [owner for owner in cls.mro() if method in owner.methods.values()]
+        if not owners:
+            continue
+        if attr not in analysis.model.assigned_attributes(cls):
+            continue  # a class that never sets it cannot run the method (an abstract base)
+        other = analysis.model.rnn_submodules(cls).get(attr)
+        if other is None or other.is_list != rnn.is_list or (other.optional and not rnn.optional):
+            return False
+    return True
+
+
+def _starts_with_docstring_and_more(method) -> bool:
+    body = method.body
+    if not isinstance(body, cst.IndentedBlock) or not body.body:
+        return False
+    first = body.body[0]
+    return (
+        isinstance(first, cst.SimpleStatementLine)
+        and len(first.body) > 1
+        and isinstance(first.body[0], cst.Expr)
+        and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
 

@@ -165,12 +165,28 @@ class PadPackedTotalLength(Rule):
         def is_pack_call(call: cst.Call) -> bool:
             return canonical(analysis.resolver.qualified_name(call.func, event.scope)) == PACK_PADDED_SEQUENCE
 
-        site = trace_to_pack(flow, event.call.args[0].value, is_pack_call)
+        method_names = {name for cls in analysis.model.classes for name in cls.methods}
+
+        def is_module_call(call: cst.Call) -> bool:
+            # An RNN runs as `self.rnn(...)`, `self.layers[i](...)`, `layer(...)` or `.forward(...)`;
+            # `self.combine(a, packed)` is a method whose first argument says nothing.
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value == "forward":
+                func = func.value
+            if isinstance(func, cst.Subscript):
+                func = func.value
+            if isinstance(func, cst.Name):
+                return True
+            return isinstance(func, cst.Attribute) and func.attr.value not in method_names
+
+        site = trace_to_pack(flow, event.call.args[0].value, is_pack_call, is_module_call)
         if isinstance(site, str):
             return site
         return self._fix_for(analysis, flow, site, event)
 
     def _fix_for(self, analysis: FileAnalysis, flow: FunctionFlow, site: PackSite, event: PadCall):
+        if any(arg.star for arg in site.call.args):
+            return "pack_padded_sequence() gets *args or **kwargs, so batch_first is unknown"
         padded = _argument(site.call, 0, "input")
         if not isinstance(padded, cst.Name):
             return "the input to pack_padded_sequence() is an expression, not a name"
@@ -183,9 +199,9 @@ class PadPackedTotalLength(Rule):
             return "the pack and pad calls are in different functions"
         if not flow.rebound_between(padded.value, pack_seq, pad_seq):
             return size_expr, (AppendKeywordArgument(event.call, "total_length", size_expr),), False
-        statement = flow.statement_of.get(site.call)
+        statement = flow.insertion_point.get(site.call)
         if statement is None:
-            return "the pack_padded_sequence() statement cannot be found"
+            return "no line can go just before the pack_padded_sequence() call (it shares its line or is in an elif)"
         local = fresh_name("total_length", names_used(event.function))
         edits = (
             InsertBeforeStatement(statement, ((0, f"{local} = {size_expr}"),)),
