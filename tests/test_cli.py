@@ -231,3 +231,68 @@ def test_fix_keeps_the_file_mode(project):
     assert run("--fix", "model.py", cwd=project).returncode == 0
     assert oct(target.stat().st_mode & 0o777) == "0o751"
     assert not [p.name for p in project.iterdir() if p.name.startswith(".dp-rnn-lint-")]
+
+
+def test_fifo_and_overlong_names_get_an_error_line_not_a_hang(project):
+    import os
+
+    os.mkfifo(project / "pipe.py")
+    result = run("pipe.py", "x" * 5000 + ".py", "model.py", cwd=project)
+    assert "error: pipe.py: not a regular file" in result.stderr
+    assert "File name too long" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "model.py:12:18" in result.stdout
+
+
+def test_closed_output_pipe_ends_quietly(project):
+    completed = subprocess.run(
+        f"{sys.executable} -m dp_rnn_lint . | head -c 10", shell=True, cwd=project, capture_output=True, text=True, timeout=60
+    )
+    assert "Traceback" not in completed.stderr and "BrokenPipe" not in completed.stderr
+
+
+def test_explicitly_named_file_is_linted_even_when_excluded(project):
+    result = run("--exclude", "model.py", "model.py", cwd=project)
+    assert "model.py:12:18" in result.stdout
+
+
+def test_diff_shows_a_latin1_file_in_its_own_encoding(project):
+    source = "# -*- coding: latin-1 -*-\n" + BUGGY.replace("lengths):", "lengths):  # modèle")
+    (project / "model.py").write_bytes(source.encode("latin-1"))
+    result = run("--diff", "model.py", cwd=project)
+    assert "def forward(self, x, lengths):  # modèle" in result.stdout
+
+
+def test_verify_runs_the_model_and_reports(project):
+    (project / "runnable.py").write_text(
+        BUGGY
+        + "\n\ndef make_model():\n    import torch\n    torch.manual_seed(0)\n    return Encoder().eval()\n\n\n"
+        "def make_inputs():\n    import torch\n    torch.manual_seed(0)\n"
+        "    return torch.randn(5, 7, 8), torch.tensor([7, 6, 5, 3, 2])\n"
+    )
+    result = run("verify", "runnable.py", cwd=project)
+    assert result.returncode == 1, result.stderr
+    assert "RNN submodule `lstm` (LSTM)" in result.stdout
+    assert "Gather got an input of invalid size" in result.stdout
+    run("--fix", "runnable.py", cwd=project)
+    fixed_run = run("verify", "runnable.py", cwd=project)
+    assert fixed_run.returncode == 0, fixed_run.stdout
+    assert fixed_run.stdout.strip().endswith("ok")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["verify", "nowhere.py"], "error: nowhere.py: no such file"),
+        (["verify", "model.py"], "error: model.py: defines no function make_model()"),
+        (["verify", "model.py", "--model-factory", "Encoder", "--inputs-factory", "missing"], "defines no function missing()"),
+    ],
+)
+def test_verify_problems_are_one_line_and_exit_2(project, args, message):
+    result = run(*args, cwd=project)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_verify_help_says_it_runs_user_code(project):
+    assert "IMPORTS AND RUNS" in run("verify", "--help", cwd=project).stdout
