@@ -1,0 +1,96 @@
+"""The loop that proves the fixes: every buggy fixture fails the harness with its pitfall, the linter's
+--fix makes it pass, and the fixed model computes exactly what it computed on one device."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from dp_rnn_lint.engine import lint_path  # noqa: E402
+from dp_rnn_lint.harness import check_data_parallel  # noqa: E402
+from dp_rnn_lint.harness.loading import LoadProblem, load_model_and_inputs  # noqa: E402
+
+from .conftest import expected_findings, fixture_files, fixture_id  # noqa: E402
+
+FLATTEN_PROBLEM = re.compile(r"^RNN submodule `[^`]+` \(\w+\) ran on replicas? [\d, ]+ before flatten_parameters\(\)")
+GATHER_PROBLEM = re.compile(r"^gathering output\S* from the replicas fails: Gather got an input of invalid size")
+
+
+def load(path):
+    try:
+        model, inputs, kwargs = load_model_and_inputs(str(path), "make_model", "make_inputs")
+    except LoadProblem:
+        return None
+    return model.eval(), inputs, kwargs
+
+
+RUNNABLE = [p for p in fixture_files() if load(p) is not None]
+
+
+def pitfalls(path):
+    """Which pitfalls a file has: its markers, plus the lines its noqa comments hide."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    codes = {code for _, code, _ in expected_findings(path)}
+    codes |= set(re.findall(r"noqa: ?(DPR00\d)", text))
+    return codes
+
+
+def test_enough_fixtures_run():
+    assert len(RUNNABLE) >= 30
+
+
+@pytest.mark.parametrize("path", RUNNABLE, ids=fixture_id)
+def test_fixture_fails_the_harness_with_exactly_its_pitfalls(path):
+    model, inputs, kwargs = load(path)
+    report = check_data_parallel(model, *inputs, **kwargs)
+    codes = pitfalls(path)
+    flatten = [p for p in report.problems if FLATTEN_PROBLEM.match(p)]
+    gather = [p for p in report.problems if GATHER_PROBLEM.match(p)]
+    assert bool(flatten) == ("DPR001" in codes), report.problems
+    assert bool(gather) == ("DPR002" in codes), report.problems
+    assert len(flatten) + len(gather) == len(report.problems), report.problems
+
+
+@pytest.mark.parametrize("path", [p for p in RUNNABLE if pitfalls(p)], ids=fixture_id)
+def test_fix_makes_the_model_pass_and_changes_no_numbers(path, tmp_path):
+    copy = tmp_path / path.name
+    shutil.copyfile(path, copy)
+    result = lint_path(str(copy), fix=True, write=True)
+    assert result.problem is None
+    unfixable = {code for _, code, fixable in expected_findings(path) if not fixable}
+    noqa = set(re.findall(r"noqa: ?(DPR00\d)", path.read_text(encoding="utf-8", errors="replace")))
+
+    fixed_model, inputs, kwargs = load(copy)
+    report = check_data_parallel(fixed_model, *inputs, **kwargs)
+    if unfixable or noqa:
+        assert all(GATHER_PROBLEM.match(p) or FLATTEN_PROBLEM.match(p) for p in report.problems)
+        return
+    assert report.ok, report.problems
+
+    # The gathered output equals the fixed model on one device, which equals the original model.
+    with torch.no_grad():
+        single = fixed_model(*inputs, **kwargs)
+        original_model, original_inputs, original_kwargs = load(path)
+        original = original_model(*original_inputs, **original_kwargs)
+    assert_same(report.output, single, exact=False)
+    assert_same(single, original, exact=True)
+
+
+def assert_same(left, right, exact):
+    if isinstance(left, torch.Tensor):
+        assert left.shape == right.shape
+        assert torch.equal(left, right) if exact else torch.allclose(left, right, rtol=1e-4, atol=1e-5)
+    elif isinstance(left, (list, tuple)):
+        assert len(left) == len(right)
+        for a, b in zip(left, right):
+            assert_same(a, b, exact)
+    elif isinstance(left, dict):
+        assert left.keys() == right.keys()
+        for key in left:
+            assert_same(left[key], right[key], exact)
+    else:
+        assert left == right
