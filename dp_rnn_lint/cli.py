@@ -180,7 +180,8 @@ def _summary(results: Sequence[FileResult], remaining: int, fixed_run: bool) -> 
     unreadable = sum(1 for r in results if r.problem is not None)
     tail = f" {unreadable} file{'s' if unreadable != 1 else ''} could not be linted." if unreadable else ""
     if fixed_run and fixed:
-        return f"Found {fixed + remaining} error{'s' if fixed + remaining != 1 else ''} ({fixed} fixed, {remaining} remaining).{tail}"
+        total = fixed + remaining
+        return f"Found {total} error{'s' if total != 1 else ''} ({fixed} fixed, {remaining} remaining).{tail}"
     if remaining == 0:
         return ("All checks passed!" if not unreadable else "No findings.") + tail
     hint = f" ({fixable} fixable with `dp-rnn-lint --fix`)" if fixable else ""

@@ -69,3 +69,8 @@ def test_flake8_applies_noqa_itself(tmp_path, comment, reported):
     )
     result = _lines([sys.executable, "-m", "flake8", "--isolated", "--select=DPR", "model.py"], tmp_path)
     assert ("DPR001" in result.stdout) == reported
+
+
+def test_the_projects_own_code_passes_flake8_with_its_setup_cfg():
+    result = _lines([sys.executable, "-m", "flake8", "dp_rnn_lint", "tests"], ROOT)
+    assert result.returncode == 0, result.stdout

@@ -147,9 +147,9 @@ def _gathered(outputs: List[Any], report: HarnessReport) -> Any:
     except (RuntimeError, ValueError) as error:
         where = f" {mismatch}" if mismatch else ""
         report.problems.append(
-            f"gathering{where} from the replicas fails: {_first_line(error)}; every dimension but the batch "
-            "dimension must agree across replicas (for pad_packed_sequence outputs, pass "
-            "total_length= the padded input's time dimension)"
+            f"gathering{where} from the replicas fails: {_first_line(error)} (older PyTorch words it 'gather "
+            "got an input of invalid size'); every dimension but the batch dimension must agree across "
+            "replicas (for pad_packed_sequence outputs, pass total_length= the padded input's time dimension)"
         )
         return None
 

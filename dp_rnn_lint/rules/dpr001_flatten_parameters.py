@@ -159,7 +159,7 @@ class FlattenParameters(Rule):
         if any(isinstance(e, Flatten) and e.attr in (attr, EVERY_RNN) for e in events[start + 1:first]):
             return None
         invocation: Invocation = events[first]
-        replacement = next(e for e in reversed(events[:first]) if isinstance(e, WeightReplacement) and e.attr == attr) if replaced else None
+        replacement = events[replaced[-1]] if replaced else None
         me = self_name(invocation.method) or "self"
         target = f"{me}.{attr}"
         message = (
@@ -232,4 +232,3 @@ def _starts_with_docstring_and_more(method) -> bool:
         and isinstance(first.body[0], cst.Expr)
         and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
     )
-
