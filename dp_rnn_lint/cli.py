@@ -16,7 +16,7 @@ from . import __version__
 from .engine import FileResult, Selection, lint_path
 from .engine import decode as decode_source
 from .files import FileProblem, discover
-from .reporters import REPORTERS
+from .reporters import REPORTERS, printable
 from .rules import ALL_RULES
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -61,9 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _describe_problem(result: FileResult) -> str:
-    problem = result.problem or ""
+    problem = printable(result.problem or "")
     separator = ":" if problem[:1].isdigit() else ": "
-    return f"error: {result.path}{separator}{problem}"
+    return f"error: {printable(result.path)}{separator}{problem}"
 
 
 def _print_diff(result: FileResult, out: TextIO) -> None:
@@ -74,7 +74,8 @@ def _print_diff(result: FileResult, out: TextIO) -> None:
             text = data.decode("utf-8", "replace")
         return text.splitlines(keepends=True)
 
-    diff = difflib.unified_diff(decode(result.original or b""), decode(result.fixed or b""), result.path, result.path)
+    name = printable(result.path)
+    diff = difflib.unified_diff(decode(result.original or b""), decode(result.fixed or b""), name, name)
     for line in diff:
         out.write(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
 
@@ -158,6 +159,9 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     problems = [r for r in results if r.problem is not None]
     for result in problems:
         err.write(_describe_problem(result) + "\n")
+    for result in results:
+        if result.note:
+            err.write(f"note: {printable(result.path)}: {result.note}\n")
 
     if args.diff:
         changed = [r for r in results if r.fixed is not None]

@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .analysis import FileAnalysis
+from .escaping import printable
 from .files import FileProblem, module_name_for, read_source, write_atomically
 from .findings import Finding, Violation
 from .fixes import FixError, apply_edits, check_compiles
@@ -26,6 +27,10 @@ from .rules import ALL_RULES, Rule
 # never parsed. (An RNN class reached only through getattr(nn, name) with no RNN word anywhere in the
 # file is the one thing this skips.)
 _CANDIDATE = re.compile(rb"rnn|lstm|gru|pad_packed", re.IGNORECASE)
+
+# Larger files that could hold an RNN are skipped with a note: analysis costs about 25 s per MiB, and
+# source files this large are generated code, not hand-written models.
+MAX_FILE_BYTES = 1024 * 1024
 
 # Fixing one finding never creates another, but a fixed file is checked again to be sure.
 _MAX_FIX_ROUNDS = 3
@@ -142,7 +147,8 @@ def _locate(module: cst.Module, path: str, violations: Sequence[Violation]) -> L
         if key in seen:
             continue  # the same call reported through two classes sharing a method
         seen.add(key)
-        findings.append(Finding(path, start.line, start.column + 1, violation.code, violation.message, violation.fix))
+        message = printable(violation.message)  # messages quote source text, which may hold control characters
+        findings.append(Finding(path, start.line, start.column + 1, violation.code, message, violation.fix))
     findings.sort(key=lambda f: (f.line, f.col, f.code))
     return findings
 
@@ -157,10 +163,17 @@ def _analysed(module: cst.Module, path: str, rules: Sequence[Rule]) -> List[Find
         raise FileProblem(f"internal error while analysing ({type(error).__name__}: {error}); please report it") from error
 
 
+def too_large(source: Union[str, bytes]) -> Optional[str]:
+    size = len(source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source)
+    if size > MAX_FILE_BYTES:
+        return f"skipped: {size / 1024 / 1024:.1f} MiB is over the {MAX_FILE_BYTES // (1024 * 1024)} MiB limit for one file"
+    return None
+
+
 def check_source(source: Union[str, bytes], path: str = "", selection: Selection = Selection()) -> List[Finding]:
     """Every finding in one file's source, noqa comments not applied. Raises FileProblem."""
     rules = selection.rules()
-    if not rules or not may_contain_candidates(source):
+    if not rules or not may_contain_candidates(source) or too_large(source):
         return []
     module = parse(source, path)
     return _analysed(module, path, rules)
@@ -182,6 +195,7 @@ class FileResult:
     original: Optional[bytes] = None
     fixed: Optional[bytes] = None  # the fixed content, when fixing changed something
     fixed_count: int = 0
+    note: Optional[str] = None  # why the file was skipped, when it was
 
 
 def lint_source(source: bytes, path: str, selection: Selection = Selection(), fix: bool = False) -> FileResult:
@@ -189,6 +203,9 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
     result = FileResult(path, original=source)
     rules = selection.rules()
     if not rules or not may_contain_candidates(source):
+        return result
+    result.note = too_large(source)
+    if result.note:
         return result
     try:
         module = parse(source, path)

@@ -55,7 +55,10 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> Iterator[Tupl
             yield str(root), f"cannot access: {error.strerror or error}"
 
 
-def _walk(root: Path, patterns: Sequence[str]) -> Iterator[Tuple[str, Optional[str]]]:
+def _walk(root: Path, patterns: Sequence[str], top: Optional[str] = None) -> Iterator[Tuple[str, Optional[str]]]:
+    # Folder symlinks are never followed, and a file symlink only when it points inside the folder
+    # given on the command line: walking `models/` must not lint (or fix) files elsewhere.
+    top = top or os.path.realpath(root)
     try:
         entries = sorted(os.scandir(root), key=lambda entry: entry.name)
     except OSError as error:
@@ -72,12 +75,18 @@ def _walk(root: Path, patterns: Sequence[str]) -> Iterator[Tuple[str, Optional[s
             is_dir, is_file = False, False
         if is_dir:
             if not _is_virtualenv(path):
-                yield from _walk(path, patterns)
+                yield from _walk(path, patterns, top)
         elif entry.name.endswith(".py"):
+            if is_file and entry.is_symlink() and not _inside(os.path.realpath(entry.path), top):
+                continue
             if is_file:
                 yield str(path), None
             elif entry.is_symlink():
-                yield str(path), "broken symbolic link"
+                yield str(path), "broken symbolic link (or a symbolic link loop)"
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def read_source(path: str) -> bytes:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Sequence, TextIO
 
 from ..engine import FileResult
+from ..escaping import printable
 
 
 def report_text(results: Sequence[FileResult], out: TextIO) -> None:
     for result in results:
         for finding in result.findings:
-            out.write(f"{finding.path}:{finding.line}:{finding.col}: {finding.code} {finding.message}\n")
+            out.write(f"{printable(finding.path)}:{finding.line}:{finding.col}: {finding.code} {printable(finding.message)}\n")
