@@ -48,3 +48,15 @@ def fixture_id(path: Path) -> str:
 @pytest.fixture
 def python() -> str:
     return sys.executable
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say how many inputs the property tests generated, and how many failed."""
+    try:
+        from .test_properties import COUNTS
+    except Exception:
+        return
+    if COUNTS:
+        terminalreporter.section("property tests")
+        for name, (seen, failed) in sorted(COUNTS.items()):
+            terminalreporter.write_line(f"{name}: {seen} generated, {failed} failed")
