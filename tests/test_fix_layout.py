@@ -102,3 +102,15 @@ def test_inserted_line_matches_a_class_indented_differently_from_the_file(indent
         f"{indent}def forward(self, x):\n", f"{indent}def forward(self, x):\n{indent}{indent}self.rnn.flatten_parameters()\n"
     )
     assert fix(source.encode()).decode() == expected
+
+
+def test_mixed_line_endings_are_kept_line_by_line():
+    lines = MODEL.splitlines(keepends=True)
+    mixed = "".join(line.replace("\n", "\r\n") if index % 2 else line for index, line in enumerate(lines))
+    result = fix(mixed.encode()).decode()
+    original_lines = mixed.splitlines(keepends=True)
+    fixed_lines = result.splitlines(keepends=True)
+    inserted = [line for line in fixed_lines if "flatten_parameters" in line]
+    assert len(inserted) == 1
+    fixed_lines.remove(inserted[0])
+    assert fixed_lines == original_lines
