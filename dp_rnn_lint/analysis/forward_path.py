@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Set, Union
 
 import libcst as cst
 
-from .modules import ModuleClass, ModuleModel, RnnSubmodule, is_self_attribute, self_name, string_value
+from .modules import ModuleClass, ModuleModel, RnnSubmodule, is_self_attribute, self_name
 from .names import Scope
 from .statements import StatementTracker
 from .torch_names import PAD_PACKED_SEQUENCE, canonical
@@ -67,15 +67,12 @@ class ForwardPath:
         self.rnns: Dict[str, RnnSubmodule] = model.rnn_submodules(cls)
         self._cache: Dict[cst.FunctionDef, List[Event]] = {}
         self._inlined: Set[cst.FunctionDef] = set()
-        self.methods_on_path: List[cst.FunctionDef] = []
         found = cls.find_method("forward")
         self.events: List[Event] = self.walk(found[0], found[1], set()) if found else []
 
     def walk(self, method: cst.FunctionDef, owner: ModuleClass, active: Set[cst.FunctionDef]) -> List[Event]:
         if method in self._cache:
             return self._cache[method]
-        if method not in self.methods_on_path:
-            self.methods_on_path.append(method)
         walker = _MethodWalker(self, method, owner, active | {method})
         method.body.visit(walker)
         self._cache[method] = walker.events
@@ -315,4 +312,4 @@ def _calls(root: cst.CSTNode):
         stack.extend(node.children)
 
 
-__all__ = ["ForwardPath", "Invocation", "Flatten", "WeightReplacement", "PadCall", "flatten_call_sites", "string_value"]
+__all__ = ["EVERY_RNN", "ForwardPath", "Invocation", "Flatten", "WeightReplacement", "PadCall", "flatten_call_sites"]

@@ -8,7 +8,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from .names import ASSIGN, DEF, PARAM, NameResolver, Scope, parameter_names
+from .names import ASSIGN, DEF, PARAM, NameResolver, Scope
 from .torch_names import MODULE_LIST, TORCH_NN, canonical, is_module_base, rnn_kind
 
 # Words that mark a run-time name as naming an RNN class: getattr(nn, rnn_type), getattr(nn, cell).
@@ -498,13 +498,6 @@ class ModuleModel:
             if name:
                 return name, call.args[1].value
         return None
-
-    # -- helpers for rules --------------------------------------------------------------------------
-    def forward_method(self, cls: ModuleClass) -> Optional[Tuple[cst.FunctionDef, ModuleClass]]:
-        return cls.find_method("forward")
-
-    def method_parameters(self, method: cst.FunctionDef) -> List[str]:
-        return parameter_names(method.params)
 
 
 def _single_arg_call(value: cst.BaseExpression) -> cst.Call:
