@@ -9,6 +9,7 @@ import ast
 import io
 import re
 import tokenize
+import warnings
 from dataclasses import dataclass, field
 from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -78,7 +79,9 @@ def decode(source: bytes) -> str:
 def _python_syntax_error(source: Union[str, bytes]) -> Optional[str]:
     """Python's own description of a syntax error, which users know better than libcst's."""
     try:
-        ast.parse(source)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(source)
     except SyntaxError as error:
         position = f"{error.lineno}:{(error.offset or 0) or 1}: " if error.lineno else ""
         return f"{position}cannot parse: {error.msg}"
@@ -91,7 +94,9 @@ def _too_deep_for_python(source: Union[str, bytes]) -> Optional[str]:
     """Python's parser refuses deeply nested code cleanly, where libcst's native parser can crash the
     whole process (SIGSEGV) on a few thousand levels; so Python's parser looks first."""
     try:
-        ast.parse(source)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings about the user's code are not ours to print
+            ast.parse(source)
     except (RecursionError, MemoryError):
         return "cannot parse: nested too deeply for Python's parser"
     except SyntaxError as error:

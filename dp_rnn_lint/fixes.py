@@ -7,6 +7,7 @@ libcst regenerates everything else byte for byte (comments, blank lines, quotes,
 
 from __future__ import annotations
 
+import warnings
 from typing import Dict, Iterable, List, Sequence, Tuple, Union
 
 import libcst as cst
@@ -163,6 +164,8 @@ def _tight_equal() -> cst.AssignEqual:
 
 def check_compiles(code: bytes, filename: str) -> None:
     try:
-        compile(code, filename, "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(code, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as error:
         raise FixError(f"the fixed code does not compile ({error}); the file was left unchanged") from error
