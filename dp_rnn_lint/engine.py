@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 import io
 import re
+import sys
+import threading
 import tokenize
 import warnings
 from dataclasses import dataclass, field
@@ -93,6 +95,10 @@ def _python_syntax_error(source: Union[str, bytes]) -> Optional[str]:
 def _too_deep_for_python(source: Union[str, bytes]) -> Optional[str]:
     """Python's parser refuses deeply nested code cleanly, where libcst's native parser can crash the
     whole process (SIGSEGV) on a few thousand levels; so Python's parser looks first."""
+    # Judged at Python's default recursion limit (files are handled with a higher one): what plain
+    # Python cannot compile is refused before libcst spends minutes on it.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(_PYTHON_RECURSION_LIMIT)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarnings about the user's code are not ours to print
@@ -104,6 +110,8 @@ def _too_deep_for_python(source: Union[str, bytes]) -> Optional[str]:
             return _python_syntax_error(source)
     except ValueError:
         pass
+    finally:
+        sys.setrecursionlimit(limit)
     return None
 
 
@@ -175,8 +183,47 @@ def too_large(source: Union[str, bytes]) -> Optional[str]:
     return None
 
 
+# libcst's native parser and its visitors recurse once per level of nesting, and some valid code is
+# deep (a `a or b or ...` chain of ten thousand terms): on the default 8 MiB stack that is a
+# segmentation fault that kills the whole run. Each file is therefore handled on a thread with a
+# large stack (reserved, not used, unless needed) and a high recursion limit.
+_STACK_BYTES = 512 * 1024 * 1024
+_RECURSION_LIMIT = 60_000
+_PYTHON_RECURSION_LIMIT = 1000
+_stack_lock = threading.Lock()
+
+
+def run_with_deep_stack(function, *args, **kwargs):
+    outcome: dict = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function(*args, **kwargs)
+        except BaseException as error:  # handed back to the caller's thread below
+            outcome["error"] = error
+
+    with _stack_lock:
+        previous_size = threading.stack_size(_STACK_BYTES)
+        previous_limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(previous_limit, _RECURSION_LIMIT))
+        try:
+            thread = threading.Thread(target=target, name="dp-rnn-lint-file")
+            thread.start()
+            thread.join()
+        finally:
+            threading.stack_size(previous_size)
+            sys.setrecursionlimit(previous_limit)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def check_source(source: Union[str, bytes], path: str = "", selection: Selection = Selection()) -> List[Finding]:
     """Every finding in one file's source, noqa comments not applied. Raises FileProblem."""
+    return run_with_deep_stack(_check_source, source, path, selection)
+
+
+def _check_source(source: Union[str, bytes], path: str, selection: Selection) -> List[Finding]:
     rules = selection.rules()
     if not rules or not may_contain_candidates(source) or too_large(source):
         return []
@@ -205,9 +252,22 @@ class FileResult:
 
 def lint_source(source: bytes, path: str, selection: Selection = Selection(), fix: bool = False) -> FileResult:
     """Findings left after noqa (and after fixing, when asked); the fixed bytes are not written."""
+    return run_with_deep_stack(_lint_source, source, path, selection, fix)
+
+
+def _lint_source(source: bytes, path: str, selection: Selection, fix: bool) -> FileResult:
     result = FileResult(path, original=source)
     rules = selection.rules()
-    if not rules or not may_contain_candidates(source):
+    if not rules:
+        return result
+    if not may_contain_candidates(source):
+        # Not worth parsing, but a binary or undecodable `.py` file is still worth one error line.
+        try:
+            if b"\0" in source:
+                raise FileProblem("cannot parse: the file contains NUL bytes (is it a binary file?)")
+            decode(source)
+        except FileProblem as problem:
+            result.problem = str(problem)
         return result
     result.note = too_large(source)
     if result.note:

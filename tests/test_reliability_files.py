@@ -42,6 +42,10 @@ def bad_tree(tmp_path: Path) -> Path:
     (tmp_path / "loop_a.py").symlink_to(tmp_path / "loop_b.py")
     (tmp_path / "loop_b.py").symlink_to(tmp_path / "loop_a.py")
     (tmp_path / "folder_loop").symlink_to(tmp_path)
+    # The same troubles in files that mention no RNN (and so are never parsed) are still reported.
+    (tmp_path / "plain_binary.py").write_bytes(bytes(range(256)) * 4)
+    (tmp_path / "plain_nul.py").write_bytes(b"x = 1\x00\n")
+    (tmp_path / "plain_latin.py").write_bytes(b"name = '\xe9'\n")
     return tmp_path
 
 
@@ -52,7 +56,8 @@ def test_every_bad_file_gets_one_error_line_and_nothing_changes_but_the_good_fil
     assert "Traceback" not in result.stderr
     errors = sorted(line.removeprefix("error: ").split(":")[0].removeprefix("./") for line in result.stderr.splitlines())
     assert errors == sorted(
-        ["binary.py", "broken.py", "deep.py", "latin.py", "loop_a.py", "loop_b.py", "nul.py", "readonly.py"]
+        ["binary.py", "broken.py", "deep.py", "latin.py", "loop_a.py", "loop_b.py", "nul.py", "readonly.py",
+         "plain_binary.py", "plain_latin.py", "plain_nul.py"]
     ), result.stderr
     after = snapshot(bad_tree)
     changed = {name for name in before if before[name] != after.get(name)}
@@ -166,3 +171,37 @@ def test_file_names_cannot_forge_output_lines(tmp_path, name):
     assert len(finding_lines) == 1
     assert "\x1b" not in result.stdout
     assert ("\\n" in finding_lines[0]) or ("\\x1b" in finding_lines[0])
+
+
+def test_long_flat_expression_is_linted_and_the_run_survives(tmp_path):
+    # libcst's native parser recursed past the default stack on this valid file and killed the process.
+    (tmp_path / "chain.py").write_text("# rnn\nx = " + " or ".join(["a"] * 10000) + "\n")
+    (tmp_path / "model.py").write_bytes(BUGGY)
+    result = run("--fix", ".", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "model.py").read_bytes() == golden_path(FIXTURES / "DPR001" / "lstm_classifier.py").read_bytes()
+    flake8 = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select=DPR", "chain.py"], cwd=tmp_path,
+                            capture_output=True, timeout=120)
+    assert flake8.returncode == 0
+
+
+def test_fix_is_written_to_a_new_file_that_replaces_the_old_one(tmp_path, monkeypatch):
+    target = tmp_path / "model.py"
+    target.write_bytes(BUGGY)
+    inode = target.stat().st_ino
+    assert lint_path(str(target), fix=True, write=True).problem is None
+    assert target.stat().st_ino != inode  # os.replace of a temporary file, not a rewrite in place
+
+
+def test_failed_write_leaves_the_original_and_no_temporary_file(tmp_path, monkeypatch):
+    target = tmp_path / "model.py"
+    target.write_bytes(BUGGY)
+
+    def disk_full(descriptor):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "fsync", disk_full)
+    result = lint_path(str(target), fix=True, write=True)
+    assert result.problem == "cannot write: No space left on device"
+    assert target.read_bytes() == BUGGY
+    assert [p.name for p in tmp_path.iterdir()] == ["model.py"]
