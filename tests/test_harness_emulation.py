@@ -70,12 +70,16 @@ def test_rnn_replicas_keep_their_own_flat_weight_lists():
 
 
 def test_patches_are_undone_after_the_emulation():
-    from torch.nn.parallel import _functions, comm
+    from torch.nn.parallel import _functions, comm, scatter_gather
 
-    before = (comm.scatter, comm.broadcast_coalesced, _functions.Broadcast, _functions.Gather)
+    def current():
+        return (comm.scatter, comm.broadcast_coalesced, _functions.Broadcast, _functions.Gather, _functions.Scatter,
+                scatter_gather.Gather, scatter_gather.Scatter)
+
+    before = current()
     with cpu_communication():
-        pass
-    assert (comm.scatter, comm.broadcast_coalesced, _functions.Broadcast, _functions.Gather) == before
+        assert current() != before
+    assert current() == before
 
 
 class Encoder(nn.Module):
@@ -153,3 +157,84 @@ def test_real_data_parallel_reports_the_warning_and_the_gather_error():
     assert report.mode == "cuda"
     assert any("not part of single contiguous chunk" in p for p in report.problems)
     assert check_data_parallel(Encoder(flatten=True).eval(), torch.randn(5, 6, 3)).ok
+
+
+class Varying(nn.Module):
+    """Returns something whose structure depends on the chunk a replica gets."""
+
+    def __init__(self, shape):
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+        self.shape = shape
+
+    def forward(self, x):
+        y = self.linear(x)
+        big = x.size(0) == 3
+        if self.shape == "dict-keys":
+            return {"a": y} if big else {"b": y}
+        if self.shape == "python-number":
+            return y, 3
+        return y if big else None
+
+
+@pytest.mark.parametrize("shape", ["dict-keys", "python-number", "none-on-one-replica"])
+def test_outputs_that_cannot_be_gathered_are_problems_not_exceptions(shape):
+    report = check_data_parallel(Varying(shape).eval(), torch.randn(5, 3))
+    assert not report.ok
+    assert any(p.startswith("gathering") for p in report.problems), report.problems
+
+
+def test_input_without_a_batch_dimension_is_a_problem():
+    report = check_data_parallel(nn.Identity(), torch.tensor(3.0))
+    assert report.problems[0].startswith("scattering the inputs along dim 0 fails")
+
+
+def test_one_replica_runs_the_module_itself_as_data_parallel_does():
+    report = check_data_parallel(Encoder(flatten=False).eval(), torch.randn(5, 6, 3), replicas=1)
+    assert report.ok and report.replicas == 1
+
+
+def test_backward_through_the_gathered_output_works_after_the_emulation():
+    model = nn.Linear(3, 2)
+    x = torch.randn(5, 3, requires_grad=True)
+    report = check_data_parallel(model, x)
+    report.output.sum().backward()
+    assert torch.allclose(x.grad, model.weight.sum(0).expand(5, 3))
+
+
+def test_emulation_works_where_an_accelerator_exists_but_too_few_devices(monkeypatch):
+    # On a one-GPU machine torch's Scatter would set up copy streams for device 1 and fail.
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    report = check_data_parallel(Encoder(flatten=True).eval(), torch.randn(5, 6, 3))
+    assert report.mode == "cpu emulation" and report.ok, report.problems
+
+
+def test_module_list_members_get_advice_about_the_list():
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.GRU(3, 3, batch_first=True) for _ in range(2)])
+
+        def forward(self, x):
+            for layer in self.layers:
+                x, _ = layer(x)
+            return x
+
+    problems = check_data_parallel(Stack().eval(), torch.randn(4, 5, 3)).problems
+    assert len(problems) == 2
+    assert all("on every member of self.layers" in p for p in problems)
+
+
+def test_scalar_output_is_explained_as_such():
+    class Loss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(3, 1)
+
+        def forward(self, x):
+            return self.linear(x).mean()
+
+    [problem] = check_data_parallel(Loss().eval(), torch.randn(4, 3)).problems
+    assert "a scalar output is gathered into a vector" in problem

@@ -16,6 +16,8 @@ DataParallel on the CPU step by step (see `emulation.py`). Either way the report
 
 from __future__ import annotations
 
+import copy
+import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
@@ -73,9 +75,26 @@ def _emulate(module: nn.Module, inputs: Tuple[Any, ...], kwargs: Dict[str, Any],
     report = HarnessReport(mode="cpu emulation")
     reference = _single_device_output(module, inputs, kwargs, report)
     device_ids = list(range(replicas))
+    if replicas == 1:
+        # DataParallel over one device runs the module itself: no scatter, no replicas.
+        report.replicas = 1
+        try:
+            report.output = module(*inputs, **kwargs)
+        except Exception as error:
+            report.problems.append(f"the module raised {type(error).__name__}: {_first_line(error)}")
+            return report
+        _compare(module, reference, report)
+        return report
     with cpu_communication():
         # DataParallel.forward, step by step.
-        scattered, scattered_kwargs = scatter_kwargs(inputs, kwargs, device_ids, dim=0)
+        try:
+            scattered, scattered_kwargs = scatter_kwargs(inputs, kwargs, device_ids, dim=0)
+        except Exception as error:
+            report.problems.append(
+                f"scattering the inputs along dim 0 fails: {type(error).__name__}: {_first_line(error)} "
+                "(every tensor input needs a batch dimension first)"
+            )
+            return report
         if not scattered and not scattered_kwargs:
             scattered, scattered_kwargs = ((),), ({},)
         copies = replicate(module, device_ids[: len(scattered)], not torch.is_grad_enabled())
@@ -134,17 +153,32 @@ class _FlattenWatch:
             found.append(
                 f"RNN submodule `{name}` ({self._kinds[name]}) ran on replica{'s' if len(replicas) > 1 else ''} "
                 f"{which} before flatten_parameters() was called on that replica: on GPUs every forward warns "
-                f"'{NON_CONTIGUOUS_WARNING}' and copies the weights; call self.{name}.flatten_parameters() "
-                "at the start of forward"
+                f"'{NON_CONTIGUOUS_WARNING}' and copies the weights; {_flatten_advice(name)}"
             )
         return found
 
 
+def _flatten_advice(name: str) -> str:
+    if name.startswith("("):
+        return "call flatten_parameters() at the start of its forward"
+    parts = name.split(".")
+    for index, part in enumerate(parts):
+        if part.isdigit():  # a member of an nn.ModuleList or nn.Sequential
+            container = ".".join(parts[:index])
+            return f"call flatten_parameters() on every member of self.{container} at the start of forward"
+    return f"call self.{name}.flatten_parameters() at the start of forward"
+
+
 def _gathered(outputs: List[Any], report: HarnessReport) -> Any:
-    mismatch = _first_gather_mismatch(outputs, "output")
+    try:
+        mismatch = _first_gather_mismatch(outputs, "output")
+    except Exception:  # outputs of different structure: the gather below says how
+        mismatch = None
     try:
         return gather(outputs, 0, dim=0)
-    except (RuntimeError, ValueError) as error:
+    except Exception as error:
+        if not isinstance(error, (RuntimeError, ValueError)):
+            error = f"{type(error).__name__}: {error} (the replicas returned outputs of different structure)"
         where = f" {mismatch}" if mismatch else ""
         report.problems.append(
             f"gathering{where} from the replicas fails: {_first_line(error)} (older PyTorch words it 'gather "
@@ -178,28 +212,59 @@ def _first_gather_mismatch(outputs: List[Any], path: str) -> Optional[str]:
 
 # -- real GPUs -------------------------------------------------------------------------------------
 def _run_on_gpus(module: nn.Module, inputs: Tuple[Any, ...], kwargs: Dict[str, Any], replicas: int) -> HarnessReport:
-    report = HarnessReport(mode="cuda", replicas=replicas)
-    module = module.cuda()
+    report = HarnessReport(mode="cuda")
+    module = copy.deepcopy(module).cuda()  # the caller's model stays where it was
     inputs, kwargs = _to_cuda(inputs), _to_cuda(kwargs)
     reference = _single_device_output(module, inputs, kwargs, report)
     parallel = nn.DataParallel(module, device_ids=list(range(replicas)))
+    report.replicas = _replicas_used(inputs, kwargs, replicas)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             report.output = parallel(*inputs, **kwargs)
-        except RuntimeError as error:
-            report.problems.append(f"DataParallel failed: {_first_line(error)}")
-    for warning in caught:
-        if NON_CONTIGUOUS_WARNING in str(warning.message):
-            report.problems.append(f"PyTorch warned: {_first_line(warning.message)}")
-            break
+        except Exception as error:
+            report.problems.append(_gpu_failure(parallel, inputs, kwargs, error))
+    if any(NON_CONTIGUOUS_WARNING in str(warning.message) for warning in caught):
+        names = [name or "(the module itself)" for name, sub in module.named_modules() if isinstance(sub, nn.RNNBase)]
+        report.problems.append(
+            f"PyTorch warned '{NON_CONTIGUOUS_WARNING}' during the forward pass; RNN submodules: "
+            f"{', '.join(f'`{n}`' for n in names)}: call flatten_parameters() on each at the start of forward"
+        )
     _compare(module, reference, report)
     return report
+
+
+def _gpu_failure(parallel: nn.DataParallel, inputs, kwargs, error: Exception) -> str:
+    """Say which output could not be gathered, by running DataParallel's steps again up to the gather."""
+    if "Gather got an input of invalid size" in str(error):
+        try:
+            scattered, scattered_kwargs = parallel.scatter(inputs, kwargs, parallel.device_ids)
+            copies = parallel.replicate(parallel.module, parallel.device_ids[: len(scattered)])
+            outputs = parallel.parallel_apply(copies, scattered, scattered_kwargs)
+            mismatch = _first_gather_mismatch(outputs, "output")
+        except Exception:
+            mismatch = None
+        where = f" {mismatch}" if mismatch else ""
+        return (
+            f"gathering{where} from the replicas fails: {_first_line(error)}; every dimension but the batch "
+            "dimension must agree across replicas (for pad_packed_sequence outputs, pass total_length= the "
+            "padded input's time dimension)"
+        )
+    return f"DataParallel raised {type(error).__name__}: {_first_line(error)}"
+
+
+def _replicas_used(inputs, kwargs, replicas: int) -> int:
+    for value in list(inputs) + list(kwargs.values()):
+        if isinstance(value, torch.Tensor) and value.dim() > 0:
+            return len(value.chunk(replicas))
+    return replicas
 
 
 def _to_cuda(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return value.cuda()
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuples, PackedSequence included
+        return type(value)(*(_to_cuda(v) for v in value))
     if isinstance(value, tuple):
         return tuple(_to_cuda(v) for v in value)
     if isinstance(value, list):
@@ -226,10 +291,26 @@ def _compare(module: nn.Module, reference: Any, report: HarnessReport) -> None:
         return
     difference = _first_difference(reference, report.output, "output")
     if difference:
-        report.problems.append(
-            f"{difference} under DataParallel differs from the single-device output (an output whose batch "
-            "dimension is not dim 0, such as an RNN's hidden state, is gathered along the wrong dimension)"
+        expected = _at(reference, difference)
+        why = (
+            "a scalar output is gathered into a vector with one value per replica"
+            if isinstance(expected, torch.Tensor) and expected.dim() == 0
+            else "an output whose batch dimension is not dim 0, such as an RNN's hidden state, is gathered "
+            "along the wrong dimension"
         )
+        report.problems.append(f"{difference} under DataParallel differs from the single-device output ({why})")
+
+
+def _at(value: Any, path: str) -> Any:
+    """The part of an output that a path like output[1]['logits'] names (None when it cannot be found)."""
+    import ast as _ast
+
+    for key in re.findall(r"\[([^\]]+)\]", path):
+        try:
+            value = value[_ast.literal_eval(key)]
+        except Exception:
+            return None
+    return value
 
 
 def _first_difference(expected: Any, actual: Any, path: str) -> Optional[str]:

@@ -9,6 +9,8 @@ CUDA tensors:
   (`tensor.chunk(len(devices), dim)`), with device 0 keeping the source tensors as CUDA's does;
 - the autograd functions `Broadcast` and `Gather`, whose forward refuses CPU tensors: the same
   bookkeeping, the same size check and error message as `torch/csrc/cuda/comm.cpp`;
+- the autograd function `Scatter`, which on a machine with an accelerator sets up copy streams for
+  each target device (and would fail for replicas beyond the devices present);
 - `parallel_apply`, which needs accelerator streams: re-implemented to run the replicas one after
   another with the same argument handling and the same "in replica i" error wrapping.
 """
@@ -93,6 +95,21 @@ class CpuGather(Function):
         return (None, None, *grads)
 
 
+class CpuScatter(Function):
+    """torch's Scatter without copy streams: chunks along `dim`, gradients gathered back."""
+
+    @staticmethod
+    def forward(ctx, target_gpus, chunk_sizes, dim, input):
+        ctx.dim = dim
+        return cpu_scatter(input, target_gpus, chunk_sizes, dim)
+
+    @staticmethod
+    def backward(ctx, *grad_output):
+        # Called directly, not through the patched module attribute: backward may run after the
+        # emulation has put torch's own functions back.
+        return None, None, None, CpuGather.apply(-1, ctx.dim, *grad_output)
+
+
 def cpu_scatter(tensor, devices=None, chunk_sizes=None, dim=0, streams=None, *, out=None):
     """comm.scatter on the CPU: the chunks the C++ implementation would send to each device."""
     if chunk_sizes is None:
@@ -121,7 +138,9 @@ def cpu_communication() -> Iterator[None]:
         (comm, "broadcast_coalesced", cpu_broadcast_coalesced),
         (_functions, "Broadcast", CpuBroadcast),
         (_functions, "Gather", CpuGather),
+        (_functions, "Scatter", CpuScatter),
         (scatter_gather, "Gather", CpuGather),
+        (scatter_gather, "Scatter", CpuScatter),
     ]
     with _PATCH_LOCK:
         saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
