@@ -115,11 +115,11 @@ def verify(argv: Sequence[str]) -> int:
     try:
         model, inputs, kwargs = load_model_and_inputs(args.file, args.model_factory, args.inputs_factory)
     except LoadProblem as problem:
-        sys.stderr.write(f"error: {args.file}: {problem}\n")
+        sys.stderr.write(f"error: {printable(args.file)}: {printable(str(problem))}\n")
         return EXIT_USAGE
     model.train(args.train)
     report = check_data_parallel(model, *inputs, replicas=args.replicas, **kwargs)
-    sys.stdout.write(f"{args.file}: {report}\n")
+    sys.stdout.write(f"{printable(args.file)}: {printable(str(report), keep_newlines=True)}\n")
     return EXIT_CLEAN if report.ok else EXIT_FINDINGS
 
 
@@ -139,6 +139,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _main(argv: Optional[Sequence[str]] = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        # A file name the terminal's encoding cannot show is escaped, not a crash after fixes were written.
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "verify":
         return verify(argv[1:])

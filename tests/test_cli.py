@@ -296,3 +296,62 @@ def test_verify_problems_are_one_line_and_exit_2(project, args, message):
 
 def test_verify_help_says_it_runs_user_code(project):
     assert "IMPORTS AND RUNS" in run("verify", "--help", cwd=project).stdout
+
+
+RUNNABLE_TAIL = (
+    "\n\ndef make_model():\n    import torch\n    torch.manual_seed(0)\n    return Encoder().eval()\n\n\n"
+    "def make_inputs():\n    import torch\n    torch.manual_seed(0)\n"
+    "    return torch.randn(5, 7, 8), torch.tensor([7, 6, 5, 3, 2])\n"
+)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ("\nraise SystemExit(0)\n", "importing it raised SystemExit: 0"),
+        ("\nimport argparse\nargparse.ArgumentParser().parse_args()\nraise SystemExit(0)\n", "importing it raised SystemExit"),
+        ("\nraise ValueError('one\\nfake.py: DataParallel check: ok')\n", "importing it raised ValueError: one"),
+    ],
+    ids=["sys-exit", "argparse", "multi-line-error"],
+)
+def test_verify_never_passes_a_file_it_could_not_check(project, extra, message):
+    (project / "runnable.py").write_text(BUGGY + RUNNABLE_TAIL + extra)
+    result = run("verify", "runnable.py", cwd=project)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "fake.py" not in result.stderr and result.stderr.count("\n") == 1
+    assert result.stdout == ""
+
+
+def test_verify_loads_files_as_python_would(project):
+    (project / "helpers.py").write_text("def seed():\n    import torch\n    torch.manual_seed(0)\n")
+    source = (
+        "from __future__ import annotations\n"
+        + BUGGY
+        + "\n\nfrom dataclasses import dataclass\n\n\n@dataclass\nclass Sizes:\n    hidden: int = 16\n\n\n"
+        + RUNNABLE_TAIL.replace("    import torch\n    torch.manual_seed(0)\n    return Encoder()",
+                                "    from helpers import seed\n    seed()\n    Sizes()\n    return Encoder()")
+    )
+    (project / "runnable.py").write_text(source)
+    result = run("verify", "runnable.py", cwd=project)
+    assert result.returncode == 1, result.stderr
+    assert "RNN submodule `lstm`" in result.stdout
+
+
+def test_verify_imports_package_modules_with_relative_imports(project):
+    package = project / "models"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "inputs.py").write_text(RUNNABLE_TAIL.split("def make_inputs")[1].join(["def make_inputs", ""]))
+    (package / "encoder.py").write_text(BUGGY + RUNNABLE_TAIL.split("def make_inputs")[0] + "from .inputs import make_inputs  # noqa: E402\n")
+    result = run("verify", "models/encoder.py", cwd=project)
+    assert result.returncode == 1, result.stderr
+    assert "RNN submodule `lstm`" in result.stdout
+
+
+def test_verify_escapes_a_forging_file_name(project):
+    name = "esc\x1b[2J\nFAKE: ok.py"
+    (project / name).write_text(BUGGY + RUNNABLE_TAIL)
+    result = run("verify", name, cwd=project)
+    assert "\x1b" not in result.stdout
+    assert not any(line.startswith("FAKE") for line in result.stdout.splitlines())

@@ -152,11 +152,23 @@ def test_non_module_is_a_type_error():
     torch.cuda.device_count() < 2, reason=f"needs 2 CUDA devices for real DataParallel, found {torch.cuda.device_count()}"
 )
 def test_real_data_parallel_reports_the_warning_and_the_gather_error():
+    from dp_rnn_lint.harness.loading import load_model_and_inputs
+
+    from .conftest import FIXTURES
+
     torch.manual_seed(0)
     report = check_data_parallel(Encoder(flatten=False).eval(), torch.randn(5, 6, 3))
     assert report.mode == "cuda"
     assert any("not part of single contiguous chunk" in p for p in report.problems)
     assert check_data_parallel(Encoder(flatten=True).eval(), torch.randn(5, 6, 3)).ok
+
+    buggy = FIXTURES / "DPR002" / "faq_lstm_batch_first.py"
+    model, inputs, kwargs = load_model_and_inputs(str(buggy), "make_model", "make_inputs")
+    problems = check_data_parallel(model.eval(), *inputs, **kwargs).problems
+    assert any(p.startswith("gathering output from the replicas fails: Gather got an input of invalid size") for p in problems)
+    model, inputs, kwargs = load_model_and_inputs(str(buggy.with_name("faq_lstm_batch_first.fixed.py")), "make_model", "make_inputs")
+    fixed_report = check_data_parallel(model.eval(), *inputs, **kwargs)
+    assert fixed_report.ok, fixed_report.problems  # includes the comparison with the single-device output
 
 
 class Varying(nn.Module):
@@ -219,7 +231,7 @@ def test_module_list_members_get_advice_about_the_list():
 
         def forward(self, x):
             for layer in self.layers:
-                x, _ = layer(x)
+                x, _ = layer(x)  # noqa: DPR001 - the bug under test
             return x
 
     problems = check_data_parallel(Stack().eval(), torch.randn(4, 5, 3)).problems

@@ -174,6 +174,7 @@ class _WithoutInsertions(ast.NodeTransformer):
     def __init__(self):
         self.removed_statements = 0
         self.removed_arguments = 0
+        self.bound_names = set()  # names the removed statements bind (loop variables, new locals)
 
     def _inserted(self, node) -> bool:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
@@ -197,6 +198,9 @@ class _WithoutInsertions(ast.NodeTransformer):
             statements = getattr(node, field, None)
             if isinstance(statements, list) and statements and isinstance(statements[0], ast.stmt):
                 kept = [s for s in statements if not self._inserted(s)]
+                for removed in statements:
+                    if removed not in kept:
+                        self.bound_names |= {n.id for n in ast.walk(removed) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
                 self.removed_statements += len(statements) - len(kept)
                 setattr(node, field, kept or [ast.Pass()])
         if isinstance(node, ast.Call):
@@ -209,7 +213,11 @@ class _WithoutInsertions(ast.NodeTransformer):
 def stripped(source: bytes):
     transformer = _WithoutInsertions()
     tree = transformer.visit(ast.parse(source))
-    return ast.dump(tree), transformer.removed_statements, transformer.removed_arguments
+    return ast.dump(tree), transformer.removed_statements, transformer.removed_arguments, transformer.bound_names
+
+
+def names_in(source: bytes) -> set:
+    return {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)}
 
 
 @PROPERTY_SETTINGS
@@ -238,13 +246,17 @@ def check_generated_model(source: str) -> None:
 
     # The fixed tree is the original tree plus exactly one statement per DPR001 fix and one
     # argument (with, for a rebound name, one statement) per DPR002 fix.
-    original_tree, original_statements, original_arguments = stripped(data)
-    fixed_tree, fixed_statements, fixed_arguments = stripped(fixed)
+    original_tree, original_statements, original_arguments, original_bound = stripped(data)
+    fixed_tree, fixed_statements, fixed_arguments, fixed_bound = stripped(fixed)
     assert fixed_tree == original_tree
     flatten_fixes = sum(1 for f in fixable if f.code == "DPR001")
     pad_fixes = sum(1 for f in fixable if f.code == "DPR002")
+    pad_fixes_with_a_local = sum(1 for f in fixable if f.code == "DPR002" and "measured before it is packed" in f.message)
     assert fixed_arguments - original_arguments == pad_fixes
-    assert flatten_fixes <= fixed_statements - original_statements <= flatten_fixes + pad_fixes
+    assert fixed_statements - original_statements == flatten_fixes + pad_fixes_with_a_local
+    # A name the fix introduces (loop variable, new local) never collides with one the code already uses.
+    introduced = fixed_bound - original_bound
+    assert not introduced & names_in(data), introduced & names_in(data)
 
     # Layout survives: line endings, indentation, final newline.
     assert (b"\r\n" in fixed) == (b"\r\n" in data)
