@@ -250,3 +250,25 @@ def test_scalar_output_is_explained_as_such():
 
     [problem] = check_data_parallel(Loss().eval(), torch.randn(4, 3)).problems
     assert "a scalar output is gathered into a vector" in problem
+
+
+@pytest.mark.skipif(
+    torch.cuda.device_count() < 2, reason=f"needs 2 CUDA devices to compare with torch's comm, found {torch.cuda.device_count()}"
+)
+def test_stand_ins_agree_with_torchs_cuda_comm():
+    from torch.nn.parallel import comm
+
+    from dp_rnn_lint.harness.emulation import check_gather_sizes, cpu_scatter
+
+    for batch in (1, 2, 5, 7):
+        tensor = torch.arange(batch * 3.0).view(batch, 3)
+        real = comm.scatter(tensor.cuda(), [0, 1])
+        ours = cpu_scatter(tensor, [0, 1])
+        assert [t.shape for t in real] == [t.shape for t in ours]
+        assert all(torch.equal(r.cpu(), o) for r, o in zip(real, ours))
+    parts = [torch.zeros(3, 6, 4), torch.zeros(2, 5, 4)]
+    with pytest.raises(RuntimeError) as real_error:
+        comm.gather([parts[0].cuda(0), parts[1].cuda(1)], 0, 0)
+    with pytest.raises(RuntimeError) as our_error:
+        check_gather_sizes(parts, 0)
+    assert str(our_error.value) in str(real_error.value)
