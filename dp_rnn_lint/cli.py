@@ -17,7 +17,8 @@ from .engine import FileResult, Selection, lint_path
 from .engine import decode as decode_source
 from .files import FileProblem, discover
 from .reporters import REPORTERS, printable
-from .rules import ALL_RULES
+from .docs import rule_page
+from .rules import ALL_RULES, RULES_BY_CODE
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -41,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dp-rnn-lint",
         description="Find (and fix) the recurrent-network traps of torch.nn.DataParallel. "
         "Reads code only: never imports or runs it.",
-        epilog=f"rules:\n{rules}\n\nother commands:\n  dp-rnn-lint verify FILE   run FILE's model under a "
+        epilog=f"rules:\n{rules}\n\nother commands:\n  dp-rnn-lint rule CODE     print a rule's documentation (`rule --all` "
+        "lists them)\n  dp-rnn-lint verify FILE   run FILE's model under a "
         "DataParallel check (imports and runs FILE; see `dp-rnn-lint verify --help`)\n\nexit status: 0 clean, "
         "1 findings remain or a file could not be linted, 2 usage error",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -100,6 +102,23 @@ def build_verify_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def rule(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="dp-rnn-lint rule", description="Print a rule's documentation.")
+    parser.add_argument("code", nargs="?", metavar="CODE", help="a rule code, such as DPR001")
+    parser.add_argument("--all", action="store_true", help="list every rule")
+    args = parser.parse_args(argv)
+    if args.all or not args.code:
+        for each in ALL_RULES:
+            sys.stdout.write(f"{each.code}  {each.name}  {each.summary}\n")
+        return EXIT_CLEAN
+    found = RULES_BY_CODE.get(args.code.upper())
+    if found is None:
+        sys.stderr.write(f"dp-rnn-lint rule: error: unknown rule {args.code!r} (known: {', '.join(RULES_BY_CODE)})\n")
+        return EXIT_USAGE
+    sys.stdout.write(rule_page(found))
+    return EXIT_CLEAN
+
+
 def verify(argv: Sequence[str]) -> int:
     args = build_verify_parser().parse_args(argv)
     if args.replicas < 1:
@@ -146,6 +165,8 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "verify":
         return verify(argv[1:])
+    if argv and argv[0] == "rule":
+        return rule(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     out, err = sys.stdout, sys.stderr

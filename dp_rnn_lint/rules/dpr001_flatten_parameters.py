@@ -18,6 +18,9 @@ and copies the weights each time. Only code in the forward pass runs on the repl
 
 ## Example
 ```python
+import torch.nn as nn
+
+
 class Encoder(nn.Module):
     def __init__(self):
         super().__init__()
@@ -30,6 +33,9 @@ class Encoder(nn.Module):
 
 ## Use instead
 ```python
+import torch.nn as nn
+
+
 class Encoder(nn.Module):
     def __init__(self):
         super().__init__()
@@ -46,8 +52,15 @@ Safe. The fix inserts `self.<rnn>.flatten_parameters()` as the first statement o
 runs the RNN (a loop over the members for an `nn.ModuleList`; guarded by `if self.<rnn> is not None:`
 when the attribute is `None` in some configurations). On one device the weights are already
 contiguous and the call does nothing. When the method swaps the RNN's weights before running it
-(weight drop, as in AWD-LSTM), the call goes just before the statement that runs the RNN; if that
-statement cannot be found, no fix is offered.
+(weight drop, as in AWD-LSTM), the call goes just before the statement that runs the RNN.
+
+No fix is offered when it could not be placed safely: the weights are replaced on the RNN's own line,
+the method is shared with another class of the file whose attribute is not the same kind of RNN, or
+the method's docstring shares its line with code.
+
+## How to suppress
+Put `# noqa: DPR001` on the reported line (the line where the call starts); a suppressed finding is
+not fixed either. With flake8, `--extend-ignore=DPR001` or a `per-file-ignores` entry works as usual.
 """
 
 from __future__ import annotations
