@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import difflib
+from collections import Counter
 import os
 import sys
 from typing import List, Optional, Sequence, TextIO
 
 from . import __version__
-from .engine import FileResult, Selection, lint_path
+from .engine import FileResult, Selection, lint_path, lint_source
 from .engine import decode as decode_source
 from .files import FileProblem, discover
 from .reporters import REPORTERS, printable
@@ -58,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--exclude", type=_pattern_list, action="extend", default=[], metavar="PATTERNS",
                         help="comma-separated file or folder name patterns to skip when walking folders")
     parser.add_argument("--format", choices=sorted(REPORTERS), default="text", help="output format (default: text)")
+    parser.add_argument("--stdin-filename", metavar="NAME",
+                        help="with the path -: the name to report for source read from standard input")
+    parser.add_argument("--statistics", action="store_true", help="print the number of findings per code instead")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary line")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
 
@@ -174,6 +180,11 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     fix = args.fix or args.diff
     write = args.fix and not args.diff
 
+    if "-" in args.paths:
+        if args.paths != ["-"]:
+            parser.error("- (standard input) cannot be combined with other paths")
+        return _lint_stdin(args, selection, fix)
+
     results: List[FileResult] = []
     for path, problem in discover(args.paths, exclude=args.exclude):
         if problem is not None:
@@ -196,11 +207,51 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         err.write(f"Would fix {would_fix} error{'s' if would_fix != 1 else ''}.\n" if would_fix else "No fixes available.\n")
         return EXIT_FINDINGS if changed or problems else EXIT_CLEAN
 
-    REPORTERS[args.format](results, out)
+    return _report(args, results, out)
+
+
+def _report(args: argparse.Namespace, results: List[FileResult], out: TextIO) -> int:
+    problems = [r for r in results if r.problem is not None]
     remaining = sum(len(r.findings) for r in results)
-    if args.format == "text":
+    if args.statistics:
+        _print_statistics(results, out)
+    else:
+        REPORTERS[args.format](results, out)
+    if args.format == "text" and not args.quiet:
         out.write(_summary(results, remaining, args.fix) + "\n")
-    return EXIT_FINDINGS if remaining or problems else EXIT_CLEAN
+    if problems:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN if args.exit_zero or not remaining else EXIT_FINDINGS
+
+
+def _print_statistics(results: Sequence[FileResult], out: TextIO) -> None:
+    counts = Counter(f.code for r in results for f in r.findings)
+    fixable = Counter(f.code for r in results for f in r.findings if f.fixable)
+    for code in sorted(counts):
+        mark = "*" if fixable[code] else " "
+        out.write(f"{counts[code]:>5}  {code}  {mark} {RULES_BY_CODE[code].summary}\n")
+
+
+def _lint_stdin(args: argparse.Namespace, selection: Selection, fix: bool) -> int:
+    """`dp-rnn-lint - --stdin-filename model.py` for editors; with --fix the fixed source goes to stdout."""
+    data = sys.stdin.buffer.read()
+    name = args.stdin_filename or "-"
+    result = lint_source(data, name, selection, fix=fix)
+    if result.problem is not None:
+        sys.stderr.write(_describe_problem(result) + "\n")
+    if args.fix:
+        sys.stdout.buffer.write(result.fixed if result.fixed is not None else data)
+        sys.stdout.flush()
+        for finding in result.findings:  # what could not be fixed, where the editor shows messages
+            sys.stderr.write(f"{printable(name)}:{finding.line}:{finding.col}: {finding.code} {printable(finding.message)}\n")
+        if result.problem is not None:
+            return EXIT_FINDINGS
+        return EXIT_CLEAN if args.exit_zero or not result.findings else EXIT_FINDINGS
+    if args.diff:
+        if result.fixed is not None:
+            _print_diff(result, sys.stdout)
+        return EXIT_FINDINGS if result.fixed is not None or result.problem else EXIT_CLEAN
+    return _report(args, [result], sys.stdout)
 
 
 def _summary(results: Sequence[FileResult], remaining: int, fixed_run: bool) -> str:

@@ -355,3 +355,39 @@ def test_verify_escapes_a_forging_file_name(project):
     result = run("verify", name, cwd=project)
     assert "\x1b" not in result.stdout
     assert not any(line.startswith("FAKE") for line in result.stdout.splitlines())
+
+
+def run_stdin(args, data: bytes, cwd):
+    return subprocess.run([sys.executable, "-m", "dp_rnn_lint", *args], cwd=cwd, input=data, capture_output=True, timeout=60)
+
+
+def test_stdin_is_linted_under_the_given_name(project):
+    result = run_stdin(["-", "--stdin-filename", "pkg/model.py"], BUGGY.encode(), project)
+    assert result.returncode == 1
+    assert result.stdout.decode().startswith("pkg/model.py:12:18: DPR001")
+
+
+def test_stdin_fix_writes_the_fixed_source_to_stdout_and_no_file(project):
+    result = run_stdin(["-", "--fix", "--stdin-filename", "model.py"], BUGGY.encode(), project)
+    assert result.returncode == 0, result.stderr
+    assert b"        self.lstm.flatten_parameters()\n" in result.stdout
+    assert b"total_length=x.size(1)" in result.stdout
+    assert (project / "model.py").read_text() == BUGGY
+
+
+def test_stdin_cannot_be_mixed_with_paths(project):
+    assert run_stdin(["-", "model.py"], b"", project).returncode == 2
+
+
+def test_statistics_count_findings_per_code(project):
+    result = run("--statistics", "model.py", cwd=project)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[:3] == ["1", "DPR001", "*"]
+    assert lines[1].split()[:3] == ["1", "DPR002", "*"]
+
+
+def test_exit_zero_and_quiet(project):
+    result = run("--exit-zero", "--quiet", "model.py", cwd=project)
+    assert result.returncode == 0
+    assert len(result.stdout.splitlines()) == 2 and "Found" not in result.stdout
