@@ -1,7 +1,7 @@
 """What runs on a DataParallel replica: `forward` and every method it reaches through `self.m(...)`.
 
 The walk flattens that path into events in execution order (calls are recorded when they return,
-so arguments come first, and a helper's events are spliced in where it is called). Branches are not
+so arguments come first, and a helper's events are spliced in where it is first called). Branches are not
 told apart: a statement counts as having run once it appears earlier in the source.
 """
 
@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Set, Union
 
 import libcst as cst
 
-from .modules import ModuleClass, ModuleModel, RnnSubmodule, is_self_attribute, self_name
+from .modules import ModuleClass, ModuleModel, RnnSubmodule, is_self_attribute, iter_nodes, self_name
 from .names import Scope
 from .statements import StatementTracker
 from .torch_names import PAD_PACKED_SEQUENCE, canonical
@@ -65,17 +65,13 @@ class ForwardPath:
         self.model = model
         self.cls = cls
         self.rnns: Dict[str, RnnSubmodule] = model.rnn_submodules(cls)
-        self._cache: Dict[cst.FunctionDef, List[Event]] = {}
         self._inlined: Set[cst.FunctionDef] = set()
         found = cls.find_method("forward")
         self.events: List[Event] = self.walk(found[0], found[1], set()) if found else []
 
     def walk(self, method: cst.FunctionDef, owner: ModuleClass, active: Set[cst.FunctionDef]) -> List[Event]:
-        if method in self._cache:
-            return self._cache[method]
         walker = _MethodWalker(self, method, owner, active | {method})
         method.body.visit(walker)
-        self._cache[method] = walker.events
         return walker.events
 
 
@@ -292,7 +288,7 @@ def flatten_call_sites(model: ModuleModel, cls: ModuleClass, attr: str) -> List[
     for owner in cls.mro():
         for name, method in owner.methods.items():
             me = self_name(method)
-            for node in _calls(method):
+            for node in iter_nodes(method, (cst.Call,)):
                 func = node.func
                 if isinstance(func, cst.Attribute) and func.attr.value == "flatten_parameters":
                     target = func.value
@@ -301,15 +297,6 @@ def flatten_call_sites(model: ModuleModel, cls: ModuleClass, attr: str) -> List[
                     if is_self_attribute(target, me) == attr and name not in sites:
                         sites.append(name)
     return sites
-
-
-def _calls(root: cst.CSTNode):
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Call):
-            yield node
-        stack.extend(node.children)
 
 
 __all__ = ["EVERY_RNN", "ForwardPath", "Invocation", "Flatten", "WeightReplacement", "PadCall", "flatten_call_sites"]
