@@ -16,6 +16,7 @@ DataParallel on the CPU step by step (see `emulation.py`). Either way the report
 
 from __future__ import annotations
 
+import ast
 import copy
 import re
 import warnings
@@ -303,11 +304,9 @@ def _compare(module: nn.Module, reference: Any, report: HarnessReport) -> None:
 
 def _at(value: Any, path: str) -> Any:
     """The part of an output that a path like output[1]['logits'] names (None when it cannot be found)."""
-    import ast as _ast
-
     for key in re.findall(r"\[([^\]]+)\]", path):
         try:
-            value = value[_ast.literal_eval(key)]
+            value = value[ast.literal_eval(key)]
         except Exception:
             return None
     return value
