@@ -78,25 +78,22 @@ def decode(source: bytes) -> str:
         raise FileProblem(f"cannot decode: unknown encoding {encoding!r}") from error
 
 
-def _python_syntax_error(source: Union[str, bytes]) -> Optional[str]:
-    """Python's own description of a syntax error, which users know better than libcst's."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(source)
-    except SyntaxError as error:
-        position = f"{error.lineno}:{(error.offset or 0) or 1}: " if error.lineno else ""
-        return f"{position}cannot parse: {error.msg}"
-    except (ValueError, RecursionError, MemoryError) as error:
-        return f"cannot parse: {error}"
-    return None
+def check_readable(source: Union[str, bytes]) -> None:
+    """FileProblem for a file that is not text at all: NUL bytes, or bytes that do not decode."""
+    if ("\0" if isinstance(source, str) else b"\0") in source:
+        raise FileProblem("cannot parse: the file contains NUL bytes (is it a binary file?)")
+    if isinstance(source, bytes):
+        decode(source)
 
 
-def _too_deep_for_python(source: Union[str, bytes]) -> Optional[str]:
-    """Python's parser refuses deeply nested code cleanly, where libcst's native parser can crash the
-    whole process (SIGSEGV) on a few thousand levels; so Python's parser looks first."""
-    # Judged at Python's default recursion limit (files are handled with a higher one): what plain
-    # Python cannot compile is refused before libcst spends minutes on it.
+def _python_verdict(source: Union[str, bytes]) -> Tuple[Optional[str], bool]:
+    """What Python's own parser says of the source: (its error in the user's words, or None; whether
+    the error is nesting too deep for it).
+
+    Judged at Python's default recursion limit (files are handled with a higher one): what plain
+    Python cannot compile for depth is refused before libcst's native parser, which can crash the
+    whole process (SIGSEGV) on a few thousand levels, or spend minutes on it.
+    """
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(_PYTHON_RECURSION_LIMIT)
     try:
@@ -104,36 +101,34 @@ def _too_deep_for_python(source: Union[str, bytes]) -> Optional[str]:
             warnings.simplefilter("ignore")  # SyntaxWarnings about the user's code are not ours to print
             ast.parse(source)
     except (RecursionError, MemoryError):
-        return "cannot parse: nested too deeply for Python's parser"
+        return "cannot parse: nested too deeply for Python's parser", True
     except SyntaxError as error:
-        if "too many nested" in str(error.msg):
-            return _python_syntax_error(source)
-    except ValueError:
-        pass
+        position = f"{error.lineno}:{(error.offset or 0) or 1}: " if error.lineno else ""
+        return f"{position}cannot parse: {error.msg}", "too many nested" in str(error.msg)
+    except ValueError as error:
+        return f"cannot parse: {error}", False
     finally:
         sys.setrecursionlimit(limit)
-    return None
+    return None, False
 
 
 def parse(source: Union[str, bytes], path: str) -> cst.Module:
     """The module's syntax tree; FileProblem with one line for the user when there is none."""
-    if isinstance(source, bytes):
-        decode(source)
-    if "\0" in (source if isinstance(source, str) else "") or (isinstance(source, bytes) and b"\0" in source):
-        raise FileProblem("cannot parse: the file contains NUL bytes (is it a binary file?)")
-    too_deep = _too_deep_for_python(source)
+    check_readable(source)
+    python_error, too_deep = _python_verdict(source)
     if too_deep:
-        raise FileProblem(too_deep)
+        raise FileProblem(python_error)
+    # Other errors of Python's parser still go to libcst, which knows newer syntax than this Python;
+    # when libcst fails too, Python's wording is the one users know.
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as error:
-        described = _python_syntax_error(source)
-        if described:
-            raise FileProblem(described) from error
+        if python_error:
+            raise FileProblem(python_error) from error
         message = str(error.message).strip().splitlines()[0] if error.message else "invalid syntax"
         raise FileProblem(f"{error.raw_line}:{error.raw_column + 1}: cannot parse: {message}") from error
     except (SyntaxError, ValueError) as error:
-        raise FileProblem(_python_syntax_error(source) or f"cannot parse: {error}") from error
+        raise FileProblem(python_error or f"cannot parse: {error}") from error
     except RecursionError as error:
         raise FileProblem("cannot parse: nested too deeply") from error
 
@@ -263,9 +258,7 @@ def _lint_source(source: bytes, path: str, selection: Selection, fix: bool) -> F
     if not may_contain_candidates(source):
         # Not worth parsing, but a binary or undecodable `.py` file is still worth one error line.
         try:
-            if b"\0" in source:
-                raise FileProblem("cannot parse: the file contains NUL bytes (is it a binary file?)")
-            decode(source)
+            check_readable(source)
         except FileProblem as problem:
             result.problem = str(problem)
         return result
