@@ -18,6 +18,7 @@ from .engine import FileResult, Selection, lint_path, lint_source
 from .engine import decode as decode_source
 from .files import FileProblem, discover
 from .reporters import REPORTERS, printable
+from .reporters.text import report_text
 from .docs import rule_page
 from .rules import ALL_RULES, RULES_BY_CODE
 
@@ -180,17 +181,19 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     fix = args.fix or args.diff
     write = args.fix and not args.diff
 
+    results: List[FileResult] = []
     if "-" in args.paths:
+        # For editors: `dp-rnn-lint - --stdin-filename model.py`.
         if args.paths != ["-"]:
             parser.error("- (standard input) cannot be combined with other paths")
-        return _lint_stdin(args, selection, fix)
-
-    results: List[FileResult] = []
-    for path, problem in discover(args.paths, exclude=args.exclude):
-        if problem is not None:
-            results.append(FileResult(path, problem=problem))
-        else:
-            results.append(lint_path(path, selection, fix=fix, write=write))
+        stdin_source = sys.stdin.buffer.read()
+        results.append(lint_source(stdin_source, args.stdin_filename or "-", selection, fix=fix))
+    else:
+        for path, problem in discover(args.paths, exclude=args.exclude):
+            if problem is not None:
+                results.append(FileResult(path, problem=problem))
+            else:
+                results.append(lint_path(path, selection, fix=fix, write=write))
 
     problems = [r for r in results if r.problem is not None]
     for result in problems:
@@ -207,11 +210,18 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         err.write(f"Would fix {would_fix} error{'s' if would_fix != 1 else ''}.\n" if would_fix else "No fixes available.\n")
         return EXIT_FINDINGS if changed or problems else EXIT_CLEAN
 
+    if "-" in args.paths and args.fix:
+        # The fixed source replaces the editor's buffer; what could not be fixed goes where it shows messages.
+        [result] = results
+        sys.stdout.buffer.write(result.fixed if result.fixed is not None else stdin_source)
+        sys.stdout.flush()
+        report_text(results, err)
+        return _exit_status(args, results)
+
     return _report(args, results, out)
 
 
 def _report(args: argparse.Namespace, results: List[FileResult], out: TextIO) -> int:
-    problems = [r for r in results if r.problem is not None]
     remaining = sum(len(r.findings) for r in results)
     if args.statistics:
         _print_statistics(results, out)
@@ -219,8 +229,13 @@ def _report(args: argparse.Namespace, results: List[FileResult], out: TextIO) ->
         REPORTERS[args.format](results, out)
     if args.format == "text" and not args.quiet:
         out.write(_summary(results, remaining, args.fix) + "\n")
-    if problems:
+    return _exit_status(args, results)
+
+
+def _exit_status(args: argparse.Namespace, results: Sequence[FileResult]) -> int:
+    if any(r.problem is not None for r in results):
         return EXIT_FINDINGS
+    remaining = sum(len(r.findings) for r in results)
     return EXIT_CLEAN if args.exit_zero or not remaining else EXIT_FINDINGS
 
 
@@ -230,28 +245,6 @@ def _print_statistics(results: Sequence[FileResult], out: TextIO) -> None:
     for code in sorted(counts):
         mark = "*" if fixable[code] else " "
         out.write(f"{counts[code]:>5}  {code}  {mark} {RULES_BY_CODE[code].summary}\n")
-
-
-def _lint_stdin(args: argparse.Namespace, selection: Selection, fix: bool) -> int:
-    """`dp-rnn-lint - --stdin-filename model.py` for editors; with --fix the fixed source goes to stdout."""
-    data = sys.stdin.buffer.read()
-    name = args.stdin_filename or "-"
-    result = lint_source(data, name, selection, fix=fix)
-    if result.problem is not None:
-        sys.stderr.write(_describe_problem(result) + "\n")
-    if args.fix:
-        sys.stdout.buffer.write(result.fixed if result.fixed is not None else data)
-        sys.stdout.flush()
-        for finding in result.findings:  # what could not be fixed, where the editor shows messages
-            sys.stderr.write(f"{printable(name)}:{finding.line}:{finding.col}: {finding.code} {printable(finding.message)}\n")
-        if result.problem is not None:
-            return EXIT_FINDINGS
-        return EXIT_CLEAN if args.exit_zero or not result.findings else EXIT_FINDINGS
-    if args.diff:
-        if result.fixed is not None:
-            _print_diff(result, sys.stdout)
-        return EXIT_FINDINGS if result.fixed is not None or result.problem else EXIT_CLEAN
-    return _report(args, [result], sys.stdout)
 
 
 def _summary(results: Sequence[FileResult], remaining: int, fixed_run: bool) -> str:
