@@ -33,7 +33,6 @@ class Scope:
     parent: Optional["Scope"]
     bindings: Dict[str, List[Binding]] = field(default_factory=dict)
     global_names: set = field(default_factory=set)
-    nonlocal_names: set = field(default_factory=set)
 
     def bind(self, name: str, binding: Binding) -> None:
         if name in self.global_names and self.kind != "module":
@@ -119,14 +118,10 @@ class ScopeBuilder(cst.CSTVisitor):
         self.current.bind(node.name.value, Binding(DEF, node=node))
         for decorator in node.decorators:
             decorator.visit(self)
-        self._visit_param_defaults(node.params)
-        self._push(node, "function")
-        self._bind_params(node.params)
-        node.body.visit(self)
-        self._pop()
-        return False
+        return self.visit_Lambda(node)
 
-    def visit_Lambda(self, node: cst.Lambda) -> None:
+    def visit_Lambda(self, node: Union[cst.Lambda, cst.FunctionDef]) -> None:
+        # Parameter defaults are evaluated in the enclosing scope, the body in the function's own.
         self._visit_param_defaults(node.params)
         self._push(node, "function")
         self._bind_params(node.params)
@@ -171,10 +166,6 @@ class ScopeBuilder(cst.CSTVisitor):
     def visit_Global(self, node: cst.Global) -> None:
         for item in node.names:
             self.current.global_names.add(item.name.value)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        for item in node.names:
-            self.current.nonlocal_names.add(item.name.value)
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
@@ -313,6 +304,3 @@ class NameResolver:
             # A class or function defined at module level: qualified by this module's own name.
             return f"{self.module_name}.{node.value}"
         return None
-
-
-AnyFunction = Union[cst.FunctionDef, cst.Lambda]
