@@ -180,13 +180,18 @@ def _gathered(outputs: List[Any], report: HarnessReport) -> Any:
     except Exception as error:
         if not isinstance(error, (RuntimeError, ValueError)):
             error = f"{type(error).__name__}: {error} (the replicas returned outputs of different structure)"
-        where = f" {mismatch}" if mismatch else ""
-        report.problems.append(
-            f"gathering{where} from the replicas fails: {_first_line(error)} (older PyTorch words it 'gather "
-            "got an input of invalid size'); every dimension but the batch dimension must agree across "
-            "replicas (for pad_packed_sequence outputs, pass total_length= the padded input's time dimension)"
-        )
+        report.problems.append(_gather_problem(mismatch, error))
         return None
+
+
+def _gather_problem(mismatch: Optional[str], error: Any) -> str:
+    """The same sentence for the emulation and for real GPUs, naming the output when it is known."""
+    where = f" {mismatch}" if mismatch else ""
+    return (
+        f"gathering{where} from the replicas fails: {_first_line(error)} (older PyTorch words it 'gather "
+        "got an input of invalid size'); every dimension but the batch dimension must agree across "
+        "replicas (for pad_packed_sequence outputs, pass total_length= the padded input's time dimension)"
+    )
 
 
 def _first_gather_mismatch(outputs: List[Any], path: str) -> Optional[str]:
@@ -245,12 +250,7 @@ def _gpu_failure(parallel: nn.DataParallel, inputs, kwargs, error: Exception) ->
             mismatch = _first_gather_mismatch(outputs, "output")
         except Exception:
             mismatch = None
-        where = f" {mismatch}" if mismatch else ""
-        return (
-            f"gathering{where} from the replicas fails: {_first_line(error)}; every dimension but the batch "
-            "dimension must agree across replicas (for pad_packed_sequence outputs, pass total_length= the "
-            "padded input's time dimension)"
-        )
+        return _gather_problem(mismatch, error)
     return f"DataParallel raised {type(error).__name__}: {_first_line(error)}"
 
 
