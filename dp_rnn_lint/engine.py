@@ -12,7 +12,8 @@ import sys
 import threading
 import tokenize
 import warnings
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
 import libcst as cst
@@ -22,7 +23,7 @@ from .analysis import FileAnalysis
 from .escaping import printable
 from .files import FileProblem, module_name_for, read_source, write_atomically
 from .findings import Finding, Violation
-from .fixes import FixError, apply_edits, check_compiles
+from .fixes import FixError, apply_edits, check_compiles, text_edits
 from .noqa import is_suppressed, noqa_lines
 from .rules import ALL_RULES, Rule
 
@@ -241,16 +242,22 @@ class FileResult:
     problem: Optional[str] = None
     original: Optional[bytes] = None
     fixed: Optional[bytes] = None  # the fixed content, when fixing changed something
-    fixed_count: int = 0
+    fixed_codes: Counter = field(default_factory=Counter)  # how many findings of each code were fixed
     note: Optional[str] = None  # why the file was skipped, when it was
 
+    @property
+    def fixed_count(self) -> int:
+        return sum(self.fixed_codes.values())
 
-def lint_source(source: bytes, path: str, selection: Selection = Selection(), fix: bool = False) -> FileResult:
-    """Findings left after noqa (and after fixing, when asked); the fixed bytes are not written."""
-    return run_with_deep_stack(_lint_source, source, path, selection, fix)
+
+def lint_source(source: bytes, path: str, selection: Selection = Selection(), fix: bool = False,
+                describe_fixes: bool = False) -> FileResult:
+    """Findings left after noqa (and after fixing, when asked); the fixed bytes are not written.
+    With describe_fixes, each fixable finding carries its fix as text edits."""
+    return run_with_deep_stack(_lint_source, source, path, selection, fix, describe_fixes)
 
 
-def _lint_source(source: bytes, path: str, selection: Selection, fix: bool) -> FileResult:
+def _lint_source(source: bytes, path: str, selection: Selection, fix: bool, describe_fixes: bool) -> FileResult:
     result = FileResult(path, original=source)
     rules = selection.rules()
     if not rules:
@@ -268,7 +275,8 @@ def _lint_source(source: bytes, path: str, selection: Selection, fix: bool) -> F
     try:
         module = parse(source, path)
         findings = without_suppressed(_analysed(module, path, rules), module.code)
-        if fix and any(f.fixable for f in findings) and module.bytes != source:
+        exact_layout = module.bytes == source
+        if fix and any(f.fixable for f in findings) and not exact_layout:
             # libcst does not reproduce a few rare layouts exactly (form feeds, CR-only line endings);
             # rewriting such a file would change bytes beyond the fix.
             raise FileProblem("cannot be fixed safely: its layout (form feed or CR-only line endings) "
@@ -277,7 +285,7 @@ def _lint_source(source: bytes, path: str, selection: Selection, fix: bool) -> F
             rounds = 0
             while rounds < _MAX_FIX_ROUNDS and any(f.fixable for f in findings):
                 rounds += 1
-                fixable_before = sum(1 for f in findings if f.fixable)
+                fixable_before = Counter(f.code for f in findings if f.fixable)
                 edits = [edit for f in findings if f.fix is not None for edit in f.fix.edits]
                 fixed_module = apply_edits(module, edits)
                 new_bytes = fixed_module.bytes
@@ -286,12 +294,14 @@ def _lint_source(source: bytes, path: str, selection: Selection, fix: bool) -> F
                     break
                 module = parse(new_bytes, path)
                 findings = without_suppressed(_analysed(module, path, rules), module.code)
-                fixable_after = sum(1 for f in findings if f.fixable)
-                result.fixed_count += max(fixable_before - fixable_after, 0)
-                if fixable_after >= fixable_before:
+                fixable_after = Counter(f.code for f in findings if f.fixable)
+                result.fixed_codes += fixable_before - fixable_after
+                if sum(fixable_after.values()) >= sum(fixable_before.values()):
                     break  # a fix that does not remove its finding must not be applied again and again
             if module.bytes != source:
                 result.fixed = module.bytes
+        if describe_fixes and exact_layout:
+            findings = [replace(f, edits=text_edits(module, f.fix)) if f.fix else f for f in findings]
         result.findings = findings
     except FileProblem as problem:
         result.problem = str(problem)
@@ -300,17 +310,18 @@ def _lint_source(source: bytes, path: str, selection: Selection, fix: bool) -> F
     return result
 
 
-def lint_path(path: str, selection: Selection = Selection(), fix: bool = False, write: bool = False) -> FileResult:
+def lint_path(path: str, selection: Selection = Selection(), fix: bool = False, write: bool = False,
+              describe_fixes: bool = False) -> FileResult:
     try:
         source = read_source(path)
     except FileProblem as problem:
         return FileResult(path, problem=str(problem))
-    result = lint_source(source, path, selection, fix=fix)
+    result = lint_source(source, path, selection, fix=fix, describe_fixes=describe_fixes)
     if write and result.fixed is not None and result.problem is None:
         try:
             write_atomically(path, result.fixed, source)
         except FileProblem as problem:
             result.problem = str(problem)
             result.fixed = None
-            result.fixed_count = 0
+            result.fixed_codes = Counter()
     return result

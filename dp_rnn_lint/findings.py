@@ -54,6 +54,18 @@ class Violation:
 
 
 @dataclass(frozen=True)
+class TextEdit:
+    """A fix's change as text: replace [start, end) with content. Lines and columns are 1-based,
+    columns in characters; the fixes only insert, so start and end are the same position."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    content: str
+
+
+@dataclass(frozen=True)
 class Finding:
     path: str
     line: int  # 1-based
@@ -61,6 +73,8 @@ class Finding:
     code: str
     message: str
     fix: Optional[Fix] = None
+    # The fix as text edits on the file as read, for machine-readable output; filled only on request.
+    edits: Tuple[TextEdit, ...] = ()
 
     @property
     def fixable(self) -> bool:

@@ -7,12 +7,14 @@ libcst regenerates everything else byte for byte (comments, blank lines, quotes,
 
 from __future__ import annotations
 
+import difflib
+import os.path
 import warnings
 from typing import Dict, Iterable, List, Sequence, Tuple, Union
 
 import libcst as cst
 
-from .findings import AppendKeywordArgument, Edit, InsertAtBodyStart, InsertBeforeStatement, StatementLines
+from .findings import AppendKeywordArgument, Edit, Fix, InsertAtBodyStart, InsertBeforeStatement, StatementLines, TextEdit
 
 
 class FixError(Exception):
@@ -22,6 +24,55 @@ class FixError(Exception):
 def apply_edits(module: cst.Module, edits: Iterable[Edit]) -> cst.Module:
     transformer = _EditApplier(module, edits)
     return module.visit(transformer)
+
+
+def text_edits(module: cst.Module, fix: Fix) -> Tuple[TextEdit, ...]:
+    """One fix, applied alone, as text edits on the module's code (for JSON and SARIF output)."""
+    before = _lines(module.code)
+    after = _lines(apply_edits(module, fix.edits).code)
+    edits = []
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    for tag, first, last, new_first, new_last in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        old, new = "".join(before[first:last]), "".join(after[new_first:new_last])
+        # Narrow a changed run of lines to the characters that differ (an argument added to a call).
+        prefix = len(_common_prefix(old, new))
+        suffix = len(_common_prefix(old[prefix:][::-1], new[prefix:][::-1]))
+        start = _position(first, old[:prefix])
+        end = _position(first, old[: len(old) - suffix])
+        edits.append(TextEdit(start[0], start[1], end[0], end[1], new[prefix: len(new) - suffix]))
+    return tuple(edits)
+
+
+def describe_fix(fix: Fix) -> str:
+    """What the fix does, in a line: the statement it inserts or the argument it passes."""
+    parts = []
+    for edit in fix.edits:
+        if isinstance(edit, AppendKeywordArgument):
+            parts.append(f"pass `{edit.keyword}={edit.value}`")
+        else:
+            parts.append("insert `" + "; ".join(text for _, text in edit.lines) + "`")
+    description = ", then ".join(dict.fromkeys(parts))
+    return description[:1].upper() + description[1:]
+
+
+def _common_prefix(first: str, second: str) -> str:
+    return os.path.commonprefix([first, second])
+
+
+def _lines(text: str) -> List[str]:
+    """Lines with their endings, split at "\\n" only, as line numbers count them (splitlines splits more)."""
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
+
+
+def _position(first_line: int, text: str) -> Tuple[int, int]:
+    """The 1-based (line, column) reached after `text`, which starts at the start of 0-based line first_line."""
+    line = first_line + text.count("\n")
+    column = len(text) - (text.rfind("\n") + 1)
+    return line + 1, column + 1
 
 
 def render_statements(module: cst.Module, lines: StatementLines) -> List[cst.BaseStatement]:
