@@ -17,7 +17,7 @@ from . import __version__
 from .engine import FileResult, Selection, lint_path, lint_source
 from .engine import decode as decode_source
 from .files import FileProblem, discover
-from .reporters import REPORTERS, printable
+from .reporters import FORMATS_WITH_EDITS, REPORTERS, printable
 from .reporters.text import report_text
 from .docs import rule_page
 from .rules import ALL_RULES, RULES_BY_CODE
@@ -180,6 +180,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     selection = Selection(select=tuple(args.select or ("DPR",)), ignore=tuple(args.ignore))
     fix = args.fix or args.diff
     write = args.fix and not args.diff
+    describe_fixes = args.format in FORMATS_WITH_EDITS and not args.statistics
 
     results: List[FileResult] = []
     if "-" in args.paths:
@@ -187,13 +188,14 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         if args.paths != ["-"]:
             parser.error("- (standard input) cannot be combined with other paths")
         stdin_source = sys.stdin.buffer.read()
-        results.append(lint_source(stdin_source, args.stdin_filename or "-", selection, fix=fix))
+        results.append(lint_source(stdin_source, args.stdin_filename or "-", selection, fix=fix,
+                                   describe_fixes=describe_fixes))
     else:
         for path, problem in discover(args.paths, exclude=args.exclude):
             if problem is not None:
                 results.append(FileResult(path, problem=problem))
             else:
-                results.append(lint_path(path, selection, fix=fix, write=write))
+                results.append(lint_path(path, selection, fix=fix, write=write, describe_fixes=describe_fixes))
 
     problems = [r for r in results if r.problem is not None]
     for result in problems:

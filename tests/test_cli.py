@@ -91,7 +91,28 @@ def test_json_format_lists_findings_with_1_based_positions(project):
         ("model.py", 12, 18, "DPR001", True),
         ("model.py", 13, 18, "DPR002", True),
     ]
-    assert set(items[0]) == {"path", "line", "col", "code", "message", "fixable"}
+    assert set(items[0]) == {"path", "line", "col", "code", "message", "fixable", "fix"}
+    assert [i["fix"]["applicability"] for i in items] == ["safe", "unsafe"]
+
+
+def _apply_json_edits(source: str, items) -> str:
+    lines = source.split("\n")
+
+    def offset(position) -> int:
+        return sum(len(line) + 1 for line in lines[: position["row"] - 1]) + position["column"] - 1
+
+    edits = [edit for item in items for edit in item["fix"]["edits"]]
+    for edit in sorted(edits, key=lambda e: offset(e["location"]), reverse=True):
+        source = source[: offset(edit["location"])] + edit["content"] + source[offset(edit["end_location"]):]
+    return source
+
+
+def test_json_fix_edits_applied_to_the_source_give_what_fix_writes(project):
+    original = (project / "model.py").read_text()
+    items = json.loads(run("--format", "json", "model.py", cwd=project).stdout)
+    assert all(item["fix"]["edits"] for item in items)
+    assert run("--fix", "model.py", cwd=project).returncode == 0
+    assert _apply_json_edits(original, items) == (project / "model.py").read_text()
 
 
 def test_fix_rewrites_the_file_and_reports_what_it_fixed(project):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from ..escaping import printable
 from .json import report_json
-from .text import report_text
+from .text import report_concise, report_text
 
-REPORTERS = {"text": report_text, "json": report_json}
+REPORTERS = {"text": report_text, "concise": report_concise, "json": report_json}
+# Formats that carry each fix's edits: the engine computes them only for these.
+FORMATS_WITH_EDITS = frozenset({"json"})
 
-__all__ = ["REPORTERS", "printable"]
+__all__ = ["FORMATS_WITH_EDITS", "REPORTERS", "printable"]

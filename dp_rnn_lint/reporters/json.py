@@ -1,11 +1,31 @@
-"""A JSON list of findings, one object each, with 1-based line and column."""
+"""A JSON list of findings, one object each, with 1-based line and column, and each fix's edits."""
 
 from __future__ import annotations
 
 import json
-from typing import Sequence, TextIO
+from typing import Optional, Sequence, TextIO
 
 from ..engine import FileResult
+from ..findings import Finding
+from ..fixes import describe_fix
+
+
+def fix_object(finding: Finding) -> Optional[dict]:
+    """The fix as ruff's JSON writes it: applicability, a message, and edits (end exclusive)."""
+    if finding.fix is None or not finding.edits:
+        return None
+    return {
+        "applicability": "safe" if finding.fix.safe else "unsafe",
+        "message": describe_fix(finding.fix),
+        "edits": [
+            {
+                "content": edit.content,
+                "location": {"row": edit.line, "column": edit.col},
+                "end_location": {"row": edit.end_line, "column": edit.end_col},
+            }
+            for edit in finding.edits
+        ],
+    }
 
 
 def report_json(results: Sequence[FileResult], out: TextIO) -> None:
@@ -17,6 +37,7 @@ def report_json(results: Sequence[FileResult], out: TextIO) -> None:
             "code": finding.code,
             "message": finding.message,
             "fixable": finding.fixable,
+            "fix": fix_object(finding),
         }
         for result in results
         for finding in result.findings

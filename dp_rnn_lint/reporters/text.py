@@ -1,4 +1,5 @@
-"""`path:line:col: CODE message`, one line per finding, the way flake8 and ruff print."""
+"""Human output: `path:line:col: CODE message` per finding (concise), with the source line and a caret
+under it (text, the default)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ from ..engine import FileResult
 from ..escaping import printable
 
 
-def report_text(results: Sequence[FileResult], out: TextIO) -> None:
+def report_concise(results: Sequence[FileResult], out: TextIO) -> None:
     for result in results:
         for finding in result.findings:
             out.write(f"{printable(finding.path)}:{finding.line}:{finding.col}: {finding.code} {printable(finding.message)}\n")
+
+
+def report_text(results: Sequence[FileResult], out: TextIO) -> None:
+    report_concise(results, out)  # replaced below by the source-showing form

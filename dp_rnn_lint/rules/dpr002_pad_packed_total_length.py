@@ -53,6 +53,9 @@ class Encoder(nn.Module):
 ```
 
 ## Fix safety
+Unsafe, in ruff's sense: on one device the output's length can change (below). `--fix` applies it all
+the same, because that change is what DataParallel needs; JSON and SARIF output label it `unsafe`.
+
 The fix traces the packed sequence back to its `pack_padded_sequence(padded, ...)` call and passes
 the padded tensor's time dimension: `.size(1)` with `batch_first=True`, `.size(0)` without, and
 `.size(1 if <expr> else 0)` when `batch_first` is an expression. When the padded name is rebound by
@@ -173,7 +176,8 @@ class PadPackedTotalLength(Rule):
             return Violation(self.code, _MESSAGE + advice, event.call)
         size_expr, edits, rebound = outcome
         advice = f"; pass total_length={size_expr}" + (" measured before it is packed" if rebound else "")
-        return Violation(self.code, _MESSAGE + advice, event.call, Fix(edits))
+        # Unsafe: on one device the padded length changes when inputs are padded past the batch maximum.
+        return Violation(self.code, _MESSAGE + advice, event.call, Fix(edits, safe=False))
 
     def _trace(self, analysis: FileAnalysis, event: PadCall, flows: Dict) -> Union[str, Tuple[str, tuple, bool]]:
         if not isinstance(event.function, cst.FunctionDef):
