@@ -23,6 +23,8 @@ from .docs import rule_page
 from .rules import ALL_RULES, RULES_BY_CODE
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+# Formats read by people, which end with a summary line; the others are read by programs.
+HUMAN_FORMATS = ("text", "concise")
 
 
 def _code_list(value: str) -> List[str]:
@@ -62,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=sorted(REPORTERS), default="text", help="output format (default: text)")
     parser.add_argument("--stdin-filename", metavar="NAME",
                         help="with the path -: the name to report for source read from standard input")
+    parser.add_argument("--show-fixes", action="store_true", help="with --fix, list what was fixed in each file")
     parser.add_argument("--statistics", action="store_true", help="print the number of findings per code instead")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     parser.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary line")
@@ -225,11 +228,14 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
 
 def _report(args: argparse.Namespace, results: List[FileResult], out: TextIO) -> int:
     remaining = sum(len(r.findings) for r in results)
+    if args.show_fixes and args.fix:
+        # Programs read stdout for the other formats, so the list goes to stderr there.
+        _print_fixes(results, out if args.format in HUMAN_FORMATS else sys.stderr)
     if args.statistics:
         _print_statistics(results, out)
     else:
         REPORTERS[args.format](results, out)
-    if args.format == "text" and not args.quiet:
+    if args.format in HUMAN_FORMATS and not args.quiet:
         out.write(_summary(results, remaining, args.fix) + "\n")
     return _exit_status(args, results)
 
@@ -239,6 +245,20 @@ def _exit_status(args: argparse.Namespace, results: Sequence[FileResult]) -> int
         return EXIT_FINDINGS
     remaining = sum(len(r.findings) for r in results)
     return EXIT_CLEAN if args.exit_zero or not remaining else EXIT_FINDINGS
+
+
+def _print_fixes(results: Sequence[FileResult], out: TextIO) -> None:
+    fixed = [r for r in results if r.fixed_count]
+    total = sum(r.fixed_count for r in fixed)
+    if not total:
+        out.write("No errors were fixed.\n")
+        return
+    out.write(f"Fixed {total} error{'s' if total != 1 else ''}:\n")
+    for result in fixed:
+        out.write(f"- {printable(result.path)}:\n")
+        for code, count in sorted(result.fixed_codes.items()):
+            out.write(f"    {count} \u00d7 {code} ({RULES_BY_CODE[code].name})\n")
+    out.write("\n")
 
 
 def _print_statistics(results: Sequence[FileResult], out: TextIO) -> None:

@@ -151,13 +151,14 @@ def _locate(module: cst.Module, path: str, violations: Sequence[Violation]) -> L
     findings = []
     seen = set()
     for violation in violations:
-        start = positions[violation.node].start
+        start, end = positions[violation.node].start, positions[violation.node].end
         key = (start.line, start.column, violation.code)
         if key in seen:
             continue  # the same call reported through two classes sharing a method
         seen.add(key)
         message = printable(violation.message)  # messages quote source text, which may hold control characters
-        findings.append(Finding(path, start.line, start.column + 1, violation.code, message, violation.fix))
+        findings.append(Finding(path, start.line, start.column + 1, violation.code, message, violation.fix,
+                                end_line=end.line, end_col=end.column + 1))
     findings.sort(key=lambda f: (f.line, f.col, f.code))
     return findings
 

@@ -75,6 +75,9 @@ class Finding:
     fix: Optional[Fix] = None
     # The fix as text edits on the file as read, for machine-readable output; filled only on request.
     edits: Tuple[TextEdit, ...] = ()
+    # Where the flagged code ends (exclusive), 1-based like line and col.
+    end_line: Optional[int] = None
+    end_col: Optional[int] = None
 
     @property
     def fixable(self) -> bool:

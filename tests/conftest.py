@@ -15,6 +15,13 @@ FIXTURES = ROOT / "fixtures"
 _MARKER = re.compile(r"#\s*expect:\s*(?P<codes>DPR\d{3}(?:\s+unfixable)?(?:\s*,\s*DPR\d{3}(?:\s+unfixable)?)*)")
 
 
+@pytest.fixture(autouse=True)
+def plain_output(monkeypatch):
+    """Commands run by tests print without colour whatever the outer environment asks for."""
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+
+
 def fixture_files() -> List[Path]:
     """Every input fixture (buggy, clean and noqa files), not the golden `.fixed.py` files."""
     return sorted(p for p in FIXTURES.glob("DPR*/*.py") if not p.name.endswith(".fixed.py"))

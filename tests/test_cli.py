@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -49,13 +50,52 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_findings_are_printed_with_positions_and_exit_1(project):
-    result = run("model.py", cwd=project)
+def test_concise_format_prints_one_line_per_finding_and_exits_1(project):
+    result = run("--format", "concise", "model.py", cwd=project)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines[0].startswith("model.py:12:18: DPR001 self.lstm (nn.LSTM) runs in the forward pass")
     assert lines[1].startswith("model.py:13:18: DPR002 pad_packed_sequence() without total_length")
+    assert lines[2:] == ["Found 2 errors (2 fixable with `dp-rnn-lint --fix`)."]
+
+
+def test_text_format_shows_the_source_line_with_carets_under_the_flagged_call(project):
+    result = run("model.py", cwd=project)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("model.py:12:18: DPR001 self.lstm (nn.LSTM) runs in the forward pass")
+    assert lines[1:4] == [
+        "   |",
+        "12 |         out, _ = self.lstm(packed)",
+        "   |                  ^^^^^^^^^^^^^^^^^ DPR001",
+    ]
+    assert lines[5].startswith("model.py:13:18: DPR002")
+    assert lines[7:9] == [
+        "13 |         out, _ = pad_packed_sequence(out, batch_first=True)",
+        "   |                  ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ DPR002",
+    ]
     assert lines[-1] == "Found 2 errors (2 fixable with `dp-rnn-lint --fix`)."
+    assert "\x1b" not in result.stdout  # not a terminal: no colour
+
+
+def test_carets_stay_under_the_code_after_tabs_and_wide_characters(tmp_path):
+    (tmp_path / "model.py").write_text(
+        "import torch.nn as nn\n\n\nclass Tagger(nn.Module):\n\tdef __init__(self):\n\t\tsuper().__init__()\n"
+        "\t\tself.lstm = nn.LSTM(8, 16)\n\n\tdef forward(self, x):\n\t\t\u540d, _ = self.lstm(x)\n\t\treturn \u540d\n"
+    )
+    lines = run("model.py", cwd=tmp_path).stdout.splitlines()
+    # Tabs shown as four spaces; the wide character takes two cells; the carets cover `self.lstm(x)`.
+    assert lines[2] == "10 |         \u540d, _ = self.lstm(x)"
+    assert lines[3] == "   | " + " " * 16 + "^" * 12 + " DPR001"
+
+
+@pytest.mark.parametrize("environment, coloured", [({}, False), ({"FORCE_COLOR": "1"}, True),
+                                                   ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, False)])
+def test_colour_only_when_forced_and_never_with_no_color(project, environment, coloured):
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")}
+    result = subprocess.run([sys.executable, "-m", "dp_rnn_lint", "model.py"], cwd=project, capture_output=True,
+                            text=True, timeout=60, env={**env, **environment})
+    assert ("\x1b[" in result.stdout) == coloured
 
 
 def test_clean_file_exits_0(project):
@@ -409,6 +449,26 @@ def test_statistics_count_findings_per_code(project):
 
 
 def test_exit_zero_and_quiet(project):
-    result = run("--exit-zero", "--quiet", "model.py", cwd=project)
+    result = run("--exit-zero", "--quiet", "--format", "concise", "model.py", cwd=project)
     assert result.returncode == 0
     assert len(result.stdout.splitlines()) == 2 and "Found" not in result.stdout
+
+
+def test_show_fixes_lists_what_fix_changed_per_file_and_code(project):
+    (project / "second.py").write_text(BUGGY.replace("out, _ = pad_packed_sequence(out, batch_first=True)", "pass"))
+    result = run("--fix", "--show-fixes", "model.py", "second.py", "head.py", cwd=project)
+    assert result.returncode == 0
+    assert result.stdout.splitlines()[:6] == [
+        "Fixed 3 errors:",
+        "- model.py:",
+        "    1 \u00d7 DPR001 (rnn-without-flatten-parameters)",
+        "    1 \u00d7 DPR002 (pad-packed-sequence-without-total-length)",
+        "- second.py:",
+        "    1 \u00d7 DPR001 (rnn-without-flatten-parameters)",
+    ]
+
+
+def test_show_fixes_keeps_json_output_parseable(project):
+    result = run("--fix", "--show-fixes", "--format", "json", "model.py", cwd=project)
+    assert json.loads(result.stdout) == []
+    assert "Fixed 2 errors:" in result.stderr

@@ -21,7 +21,7 @@ def _lines(command, cwd):
 
 def test_flake8_and_cli_report_the_same_findings_on_every_fixture():
     flake8 = _lines([sys.executable, "-m", "flake8", "--isolated", "--select=DPR", "fixtures"], ROOT)
-    cli = _lines([sys.executable, "-m", "dp_rnn_lint", "fixtures"], ROOT)
+    cli = _lines([sys.executable, "-m", "dp_rnn_lint", "--format", "concise", "fixtures"], ROOT)
     flake8_findings = sorted(line for line in flake8.stdout.splitlines() if line)
     cli_findings = sorted(line for line in cli.stdout.splitlines() if ": DPR" in line)
     assert len(cli_findings) > 30

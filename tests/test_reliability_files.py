@@ -166,7 +166,7 @@ def test_linting_never_runs_the_code_it_reads(tmp_path):
 @pytest.mark.parametrize("name", ["evil\nmodel.py:1:1: DPR002 forged.py", "colour\x1b[31mred.py"])
 def test_file_names_cannot_forge_output_lines(tmp_path, name):
     (tmp_path / name).write_bytes(BUGGY)
-    result = run(".", cwd=tmp_path)
+    result = run("--format", "concise", ".", cwd=tmp_path)
     finding_lines = [line for line in result.stdout.splitlines() if ": DPR" in line]
     assert len(finding_lines) == 1
     assert "\x1b" not in result.stdout
