@@ -11,10 +11,12 @@ import difflib
 from collections import Counter
 import os
 import sys
+from pathlib import Path
 from typing import List, Optional, Sequence, TextIO
 
 from . import __version__
-from .engine import FileResult, Selection, lint_path, lint_source
+from .config import ConfigError, Settings, SettingsResolver, code_list, pattern_list, per_file_ignores
+from .engine import FileResult, lint_path, lint_source
 from .engine import decode as decode_source
 from .files import FileProblem, discover
 from .reporters import FORMATS_WITH_EDITS, REPORTERS, printable
@@ -27,17 +29,14 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 HUMAN_FORMATS = ("text", "concise")
 
 
-def _code_list(value: str) -> List[str]:
-    codes = [code.strip().upper() for code in value.split(",") if code.strip()]
-    known = [rule.code for rule in ALL_RULES]
-    for code in codes:
-        if code != "ALL" and not any(k.startswith(code) for k in known):
-            raise argparse.ArgumentTypeError(f"unknown rule code or prefix {code!r} (known: {', '.join(known)})")
-    return codes
-
-
-def _pattern_list(value: str) -> List[str]:
-    return [pattern.strip() for pattern in value.split(",") if pattern.strip()]
+def _option(reader):
+    """An argparse type from one of config's value readers, so the file and the command line agree."""
+    def parse(value: str):
+        try:
+            return list(reader(value, ""))
+        except ConfigError as error:
+            raise argparse.ArgumentTypeError(str(error)) from error
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,12 +54,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or folders to lint (default: .)")
     parser.add_argument("--fix", action="store_true", help="rewrite files in place with the fixes")
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
-    parser.add_argument("--select", type=_code_list, action="extend", metavar="CODES",
+    parser.add_argument("--select", type=_option(code_list), action="extend", metavar="CODES",
                         help="comma-separated codes or prefixes to enable (default: DPR)")
-    parser.add_argument("--ignore", type=_code_list, action="extend", default=[], metavar="CODES",
+    parser.add_argument("--ignore", type=_option(code_list), action="extend", metavar="CODES",
                         help="comma-separated codes or prefixes to disable")
-    parser.add_argument("--exclude", type=_pattern_list, action="extend", default=[], metavar="PATTERNS",
-                        help="comma-separated file or folder name patterns to skip when walking folders")
+    parser.add_argument("--per-file-ignores", type=_option(per_file_ignores), action="extend",
+                        metavar="PATTERN:CODES", help="disable codes in files matching a pattern "
+                        "(repeatable; several space-separated entries allowed)")
+    parser.add_argument("--exclude", type=_option(pattern_list), action="extend", metavar="PATTERNS",
+                        help="comma-separated file or folder patterns to skip when walking folders, replacing the "
+                        "default list (.git, .venv, build, dist, __pycache__, ...)")
+    parser.add_argument("--extend-exclude", type=_option(pattern_list), action="extend", metavar="PATTERNS",
+                        help="like --exclude, but added to the configured or default list")
+    parser.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, default=None,
+                        help="skip files git ignores when walking folders (default: on)")
+    parser.add_argument("--config", metavar="PATH",
+                        help="read settings from this TOML file (a pyproject.toml's [tool.dp-rnn-lint] table, or "
+                        "top-level keys of any other file) instead of looking for pyproject.toml")
+    parser.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     parser.add_argument("--format", choices=sorted(REPORTERS), default="text", help="output format (default: text)")
     parser.add_argument("--stdin-filename", metavar="NAME",
                         help="with the path -: the name to report for source read from standard input")
@@ -180,7 +191,17 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     out, err = sys.stdout, sys.stderr
-    selection = Selection(select=tuple(args.select or ("DPR",)), ignore=tuple(args.ignore))
+    if args.config and args.isolated:
+        parser.error("--config and --isolated cannot be used together")
+    try:
+        # Every path's settings are read before any file is linted (or fixed): a bad file stops the run early.
+        resolver = SettingsResolver(_overrides(args), config=Path(args.config) if args.config else None,
+                                    isolated=args.isolated)
+        stdin_name = args.stdin_filename or "-"
+        settings_per_path = [(path, resolver.for_path(stdin_name if path == "-" else path)) for path in args.paths]
+    except ConfigError as error:
+        err.write(f"error: {printable(str(error))}\n")
+        return EXIT_USAGE
     fix = args.fix or args.diff
     write = args.fix and not args.diff
     describe_fixes = args.format in FORMATS_WITH_EDITS and not args.statistics
@@ -191,14 +212,17 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         if args.paths != ["-"]:
             parser.error("- (standard input) cannot be combined with other paths")
         stdin_source = sys.stdin.buffer.read()
-        results.append(lint_source(stdin_source, args.stdin_filename or "-", selection, fix=fix,
+        [(_, settings)] = settings_per_path
+        results.append(lint_source(stdin_source, stdin_name, settings.selection_for(stdin_name), fix=fix,
                                    describe_fixes=describe_fixes))
     else:
-        for path, problem in discover(args.paths, exclude=args.exclude):
-            if problem is not None:
-                results.append(FileResult(path, problem=problem))
-            else:
-                results.append(lint_path(path, selection, fix=fix, write=write, describe_fixes=describe_fixes))
+        for given, settings in settings_per_path:
+            for path, problem in _files(given, settings):
+                if problem is not None:
+                    results.append(FileResult(path, problem=problem))
+                else:
+                    results.append(lint_path(path, settings.selection_for(path), fix=fix, write=write,
+                                             describe_fixes=describe_fixes))
 
     problems = [r for r in results if r.problem is not None]
     for result in problems:
@@ -224,6 +248,19 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         return _exit_status(args, results)
 
     return _report(args, results, out)
+
+
+def _overrides(args: argparse.Namespace) -> dict:
+    """The command line's settings (None where not given), named as Settings names them."""
+    return {
+        "select": args.select, "ignore": args.ignore, "per_file_ignores": args.per_file_ignores,
+        "exclude": args.exclude, "extend_exclude": args.extend_exclude, "respect_gitignore": args.respect_gitignore,
+    }
+
+
+def _files(given: str, settings: Settings):
+    return discover([given], exclude=settings.exclusions, root=settings.root,
+                    respect_gitignore=settings.respect_gitignore)
 
 
 def _report(args: argparse.Namespace, results: List[FileResult], out: TextIO) -> int:

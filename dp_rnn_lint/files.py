@@ -5,9 +5,10 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
+import subprocess
 import tempfile
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 # Folders nobody wants linted: VCS data, caches, virtual environments, build output.
 DEFAULT_EXCLUDES = (
@@ -24,49 +25,104 @@ def _is_virtualenv(path: Path) -> bool:
     return (path / "pyvenv.cfg").is_file()
 
 
-def _excluded(path: Path, patterns: Sequence[str]) -> bool:
-    name = path.name
-    text = path.as_posix()
-    return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(text, p) or fnmatch.fnmatch(text, f"*/{p}") for p in patterns)
+def matches_pattern(path: str, pattern: str, root: Optional[Path] = None) -> bool:
+    """A file pattern matches the file's (or folder's) name, its path from `root` (default: the current
+    folder) or from anywhere below it (`models/legacy` matches `src/models/legacy`), or its absolute path."""
+    return _matches_any(_pattern_subjects(path, root), (pattern,))
 
 
-def discover(paths: Iterable[str], exclude: Sequence[str] = ()) -> Iterator[Tuple[str, Optional[str]]]:
+def _pattern_subjects(path: str, root: Optional[Path]) -> Tuple[str, str, str]:
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute, root or os.getcwd()).replace(os.sep, "/")
+    return os.path.basename(absolute), relative, absolute
+
+
+def _matches_any(subjects: Tuple[str, str, str], patterns: Sequence[str]) -> bool:
+    name, relative, absolute = subjects
+    for pattern in patterns:
+        pattern = pattern.rstrip("/")
+        if (fnmatch.fnmatch(name, pattern) or fnmatch.fnmatch(relative, pattern)
+                or fnmatch.fnmatch(relative, f"*/{pattern}") or fnmatch.fnmatch(absolute, pattern)):
+            return True
+    return False
+
+
+def discover(paths: Iterable[str], exclude: Sequence[str] = DEFAULT_EXCLUDES, root: Optional[Path] = None,
+             respect_gitignore: bool = False) -> Iterator[Tuple[str, Optional[str]]]:
     """Yield (path, problem) for every Python file under the given paths, in a stable order.
 
     A file given explicitly is always linted, whatever its name; folders are walked for `*.py`
-    files, skipping DEFAULT_EXCLUDES, virtual environments and anything matching `exclude`.
+    files, skipping virtual environments, anything matching `exclude` (patterns relative to `root`)
+    and, with respect_gitignore, what git ignores.
     """
-    patterns = tuple(exclude)
     for given in paths:
-        root = Path(given)
+        start = Path(given)
         try:
-            if root.is_dir():
-                yield from _walk(root, patterns + DEFAULT_EXCLUDES)
+            if start.is_dir():
+                visible = git_visible_paths(start) if respect_gitignore else None
+                yield from _walk(start, _Walk(tuple(exclude), root, visible, os.path.realpath(start)))
                 continue
-            if root.is_symlink() and not root.exists():
-                yield str(root), "broken symbolic link"
-            elif not root.exists():
-                yield str(root), "no such file or directory"
-            elif not stat.S_ISREG(root.stat().st_mode):
-                yield str(root), "not a regular file"  # a FIFO or device would block or never end
+            if start.is_symlink() and not start.exists():
+                yield str(start), "broken symbolic link"
+            elif not start.exists():
+                yield str(start), "no such file or directory"
+            elif not stat.S_ISREG(start.stat().st_mode):
+                yield str(start), "not a regular file"  # a FIFO or device would block or never end
             else:
-                yield str(root), None
+                yield str(start), None
         except OSError as error:
-            yield str(root), f"cannot access: {error.strerror or error}"
+            yield str(start), f"cannot access: {error.strerror or error}"
 
 
-def _walk(root: Path, patterns: Sequence[str], top: Optional[str] = None) -> Iterator[Tuple[str, Optional[str]]]:
+def git_visible_paths(folder: Path) -> Optional[Set[str]]:
+    """Files under `folder` that git does not ignore (tracked or not), and their folders, relative to
+    `folder`; None when it is not in a git work tree or git is not installed."""
+    try:
+        listed = subprocess.run(
+            ["git", "-C", str(folder), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            capture_output=True, timeout=120, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if listed.returncode != 0:
+        return None
+    visible: Set[str] = set()
+    for name in listed.stdout.split(b"\0"):
+        if name:
+            relative = os.fsdecode(name)
+            visible.add(relative)
+            parent = os.path.dirname(relative)
+            while parent and parent not in visible:
+                visible.add(parent)
+                parent = os.path.dirname(parent)
+    return visible
+
+
+class _Walk:
+    def __init__(self, patterns: Tuple[str, ...], root: Optional[Path], visible: Optional[Set[str]], top: str) -> None:
+        self.patterns = patterns
+        self.root = root
+        self.visible = visible  # paths git does not ignore, relative to the walked folder
+        self.top = top  # the walked folder, resolved: file symlinks must point inside it
+
+    def skipped(self, path: Path, start: Path) -> bool:
+        if _matches_any(_pattern_subjects(str(path), self.root), self.patterns):
+            return True
+        return self.visible is not None and os.path.relpath(path, start).replace(os.sep, "/") not in self.visible
+
+
+def _walk(folder: Path, walk: _Walk, start: Optional[Path] = None) -> Iterator[Tuple[str, Optional[str]]]:
     # Folder symlinks are never followed, and a file symlink only when it points inside the folder
     # given on the command line: walking `models/` must not lint (or fix) files elsewhere.
-    top = top or os.path.realpath(root)
+    start = start or folder
     try:
-        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
     except OSError as error:
-        yield str(root), f"cannot list folder: {error.strerror or error}"
+        yield str(folder), f"cannot list folder: {error.strerror or error}"
         return
     for entry in entries:
         path = Path(entry.path)
-        if _excluded(path, patterns):
+        if walk.skipped(path, start):
             continue
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
@@ -75,9 +131,9 @@ def _walk(root: Path, patterns: Sequence[str], top: Optional[str] = None) -> Ite
             is_dir, is_file = False, False
         if is_dir:
             if not _is_virtualenv(path):
-                yield from _walk(path, patterns, top)
+                yield from _walk(path, walk, start)
         elif entry.name.endswith(".py"):
-            if is_file and entry.is_symlink() and not _inside(os.path.realpath(entry.path), top):
+            if is_file and entry.is_symlink() and not _inside(os.path.realpath(entry.path), walk.top):
                 continue
             if is_file:
                 yield str(path), None

@@ -118,7 +118,7 @@ def test_folders_skip_virtualenvs_build_and_excluded_names(project):
     env.mkdir()
     (env / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (env / "copy.py").write_text(BUGGY)
-    result = run(".", "--exclude", "generated", cwd=project)
+    result = run(".", "--extend-exclude", "generated", cwd=project)
     assert "copy.py" not in result.stdout
     assert "model.py" in result.stdout
 

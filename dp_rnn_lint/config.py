@@ -1,0 +1,194 @@
+"""Settings: `[tool.dp-rnn-lint]` in pyproject.toml (or a file given with --config), then the command line.
+
+As in ruff: the nearest pyproject.toml with a `[tool.dp-rnn-lint]` table, from the linted path upward,
+applies; `--config PATH` names the file instead and `--isolated` ignores every file. Patterns in a file
+are relative to the file's folder, those on the command line to the current folder. An option given
+on the command line replaces the file's value (`--extend-exclude` adds to it).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from .engine import Selection
+from .files import DEFAULT_EXCLUDES, matches_pattern
+from .rules import RULES_BY_CODE
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on older Pythons only
+    import tomli as tomllib
+
+TABLE = "dp-rnn-lint"
+KNOWN_KEYS = ("select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "respect-gitignore")
+
+
+class ConfigError(Exception):
+    """A configuration file or option that cannot be used: one line naming the file and key."""
+
+
+def _at(where: str, problem: str) -> str:
+    return f"{where}: {problem}" if where else problem
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: Tuple[str, ...] = ("DPR",)
+    ignore: Tuple[str, ...] = ()
+    exclude: Tuple[str, ...] = DEFAULT_EXCLUDES
+    extend_exclude: Tuple[str, ...] = ()
+    # (pattern, codes) pairs: findings of those codes are dropped in files the pattern matches.
+    per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    respect_gitignore: bool = True
+    root: Path = field(default_factory=Path.cwd)  # the folder patterns are relative to
+    source: Optional[Path] = None  # the configuration file, when there is one
+
+    @property
+    def exclusions(self) -> Tuple[str, ...]:
+        return self.exclude + self.extend_exclude
+
+    def selection_for(self, path: str) -> Selection:
+        ignored = tuple(code for pattern, codes in self.per_file_ignores if matches_pattern(path, pattern, self.root)
+                        for code in codes)
+        return Selection(select=self.select, ignore=self.ignore + ignored)
+
+
+def code_list(value: Any, where: str) -> Tuple[str, ...]:
+    """Rule codes or prefixes, checked against the known rules (`ALL` is every rule)."""
+    if isinstance(value, str):
+        value = [part for part in value.split(",")]
+    if not isinstance(value, list) or not all(isinstance(code, str) for code in value):
+        raise ConfigError(_at(where, f"expected a list of rule codes, got {value!r}"))
+    codes = tuple(code.strip().upper() for code in value if code.strip())
+    for code in codes:
+        if code != "ALL" and not any(known.startswith(code) for known in RULES_BY_CODE):
+            raise ConfigError(_at(where, f"unknown rule code or prefix {code!r} (known: {', '.join(RULES_BY_CODE)})"))
+    return codes
+
+
+def pattern_list(value: Any, where: str) -> Tuple[str, ...]:
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not all(isinstance(pattern, str) for pattern in value):
+        raise ConfigError(_at(where, f"expected a list of file patterns, got {value!r}"))
+    return tuple(pattern.strip() for pattern in value if pattern.strip())
+
+
+def per_file_ignores(value: Any, where: str) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    """A table `{"tests/*" = ["DPR001"]}`, or flake8's text form `tests/*:DPR001,DPR002 other.py:DPR002`."""
+    if isinstance(value, str):
+        table: Dict[str, Any] = {}
+        for entry in value.split():
+            pattern, colon, codes = entry.rpartition(":")
+            if not colon or not pattern:
+                raise ConfigError(_at(where, f"expected PATTERN:CODES entries, got {entry!r}"))
+            table.setdefault(pattern, []).extend(codes.split(","))
+        value = table
+    if not isinstance(value, dict):
+        raise ConfigError(_at(where, f"expected a table of file patterns to lists of rule codes, got {value!r}"))
+    return tuple((str(pattern), code_list(codes, _at(where, str(pattern)))) for pattern, codes in value.items())
+
+
+def boolean(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(_at(where, f"expected true or false, got {value!r}"))
+    return value
+
+
+_READERS = {
+    "select": ("select", code_list),
+    "ignore": ("ignore", code_list),
+    "exclude": ("exclude", pattern_list),
+    "extend-exclude": ("extend_exclude", pattern_list),
+    "per-file-ignores": ("per_file_ignores", per_file_ignores),
+    "respect-gitignore": ("respect_gitignore", boolean),
+}
+
+
+def settings_from_table(table: Mapping[str, Any], source: Path, label: str) -> Settings:
+    unknown = [key for key in table if key not in _READERS]
+    if unknown:
+        raise ConfigError(f"{label} unknown key {unknown[0]!r} (known: {', '.join(KNOWN_KEYS)})")
+    values = {}
+    for key, raw in table.items():
+        attribute, reader = _READERS[key]
+        values[attribute] = reader(raw, f"{label} {key}")
+    return Settings(root=source.parent, source=source, **values)
+
+
+def read_config_file(path: Path, required: bool) -> Optional[Settings]:
+    """The settings in a pyproject.toml's `[tool.dp-rnn-lint]` table, or at the top of any other TOML file.
+    None for a pyproject.toml without the table, unless `required` (--config), which makes that an error."""
+    shown = _shown(path)
+    try:
+        with open(path, "rb") as handle:
+            document = tomllib.load(handle)
+    except OSError as error:
+        raise ConfigError(f"{shown}: cannot read: {error.strerror or error}") from error
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{shown}: cannot parse TOML: {error}") from error
+    if path.name != "pyproject.toml":
+        return settings_from_table(document, path, f"{shown}:")
+    table = document.get("tool", {}).get(TABLE) if isinstance(document.get("tool"), dict) else None
+    if table is None:
+        if required:
+            raise ConfigError(f"{shown}: has no [tool.{TABLE}] table")
+        return None
+    if not isinstance(table, dict):
+        raise ConfigError(f"{shown}: [tool.{TABLE}] must be a table")
+    return settings_from_table(table, path, f"{shown}: [tool.{TABLE}]")
+
+
+def find_config(folder: Path) -> Optional[Settings]:
+    """The nearest pyproject.toml with a `[tool.dp-rnn-lint]` table, from `folder` upward."""
+    for candidate in (folder, *folder.parents):
+        pyproject = candidate / "pyproject.toml"
+        if pyproject.is_file():
+            settings = read_config_file(pyproject, required=False)
+            if settings is not None:
+                return settings
+    return None
+
+
+@dataclass
+class SettingsResolver:
+    """Settings for each linted path: its configuration file (found once per file) with the
+    command line's options on top."""
+
+    overrides: Mapping[str, Any]
+    config: Optional[Path] = None
+    isolated: bool = False
+    _explicit: Optional[Settings] = None
+    _found: Dict[Path, Optional[Settings]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.config is not None:
+            self._explicit = read_config_file(self.config, required=True)
+
+    def for_path(self, path: str) -> Settings:
+        base = self._explicit
+        if base is None and not self.isolated:
+            # os.path, not Path: a name too long for the system is an error line later, not a crash here.
+            folder = Path(os.path.realpath(path if os.path.isdir(path) else os.path.dirname(path) or "."))
+            if folder not in self._found:
+                self._found[folder] = find_config(folder)
+            base = self._found[folder]
+        return self._with_overrides(base or Settings())
+
+    def _with_overrides(self, settings: Settings) -> Settings:
+        changes = {key: value for key, value in self.overrides.items() if value is not None}
+        if "extend_exclude" in changes:
+            changes["extend_exclude"] = settings.extend_exclude + tuple(changes["extend_exclude"])
+        changes = {key: tuple(value) if isinstance(value, list) else value for key, value in changes.items()}
+        return replace(settings, **changes)
+
+
+def _shown(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
