@@ -18,7 +18,7 @@ from . import __version__
 from .config import ConfigError, Settings, SettingsResolver, code_list, pattern_list, per_file_ignores
 from .engine import FileResult, lint_path, lint_source
 from .engine import decode as decode_source
-from .files import FileProblem, discover
+from .files import FileProblem, discover, excluded_path
 from .reporters import FORMATS_WITH_EDITS, REPORTERS, printable
 from .reporters.text import report_text
 from .docs import rule_page
@@ -68,11 +68,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="like --exclude, but added to the configured or default list")
     parser.add_argument("--respect-gitignore", action=argparse.BooleanOptionalAction, default=None,
                         help="skip files git ignores when walking folders (default: on)")
+    parser.add_argument("--force-exclude", action=argparse.BooleanOptionalAction, default=None,
+                        help="apply the exclusions to files named on the command line too (as pre-commit names them)")
     parser.add_argument("--config", metavar="PATH",
                         help="read settings from this TOML file (a pyproject.toml's [tool.dp-rnn-lint] table, or "
                         "top-level keys of any other file) instead of looking for pyproject.toml")
     parser.add_argument("--isolated", action="store_true", help="ignore every configuration file")
-    parser.add_argument("--format", choices=sorted(REPORTERS), default="text", help="output format (default: text)")
+    parser.add_argument("--format", choices=sorted(REPORTERS), default="text",
+                        help="text: each finding with its source line (default); concise: one line each; json and "
+                        "sarif: with each fix's edits; github: workflow annotations")
     parser.add_argument("--stdin-filename", metavar="NAME",
                         help="with the path -: the name to report for source read from standard input")
     parser.add_argument("--show-fixes", action="store_true", help="with --fix, list what was fixed in each file")
@@ -213,8 +217,11 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
             parser.error("- (standard input) cannot be combined with other paths")
         stdin_source = sys.stdin.buffer.read()
         [(_, settings)] = settings_per_path
-        results.append(lint_source(stdin_source, stdin_name, settings.selection_for(stdin_name), fix=fix,
-                                   describe_fixes=describe_fixes))
+        if settings.force_exclude and excluded_path(stdin_name, settings.exclusions, settings.root):
+            results.append(FileResult(stdin_name, original=stdin_source))  # excluded: passed through untouched
+        else:
+            results.append(lint_source(stdin_source, stdin_name, settings.selection_for(stdin_name), fix=fix,
+                                       describe_fixes=describe_fixes))
     else:
         for given, settings in settings_per_path:
             for path, problem in _files(given, settings):
@@ -255,12 +262,13 @@ def _overrides(args: argparse.Namespace) -> dict:
     return {
         "select": args.select, "ignore": args.ignore, "per_file_ignores": args.per_file_ignores,
         "exclude": args.exclude, "extend_exclude": args.extend_exclude, "respect_gitignore": args.respect_gitignore,
+        "force_exclude": args.force_exclude,
     }
 
 
 def _files(given: str, settings: Settings):
     return discover([given], exclude=settings.exclusions, root=settings.root,
-                    respect_gitignore=settings.respect_gitignore)
+                    respect_gitignore=settings.respect_gitignore, force_exclude=settings.force_exclude)
 
 
 def _report(args: argparse.Namespace, results: List[FileResult], out: TextIO) -> int:

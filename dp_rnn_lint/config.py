@@ -24,7 +24,7 @@ else:  # pragma: no cover - exercised on older Pythons only
     import tomli as tomllib
 
 TABLE = "dp-rnn-lint"
-KNOWN_KEYS = ("select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "respect-gitignore")
+KNOWN_KEYS = ("select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "respect-gitignore", "force-exclude")
 
 
 class ConfigError(Exception):
@@ -44,6 +44,7 @@ class Settings:
     # (pattern, codes) pairs: findings of those codes are dropped in files the pattern matches.
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     respect_gitignore: bool = True
+    force_exclude: bool = False  # exclusions apply to files named explicitly too (pre-commit names them all)
     root: Path = field(default_factory=Path.cwd)  # the folder patterns are relative to
     source: Optional[Path] = None  # the configuration file, when there is one
 
@@ -106,6 +107,7 @@ _READERS = {
     "extend-exclude": ("extend_exclude", pattern_list),
     "per-file-ignores": ("per_file_ignores", per_file_ignores),
     "respect-gitignore": ("respect_gitignore", boolean),
+    "force-exclude": ("force_exclude", boolean),
 }
 
 

@@ -47,16 +47,31 @@ def _matches_any(subjects: Tuple[str, str, str], patterns: Sequence[str]) -> boo
     return False
 
 
+def excluded_path(path: str, patterns: Sequence[str], root: Optional[Path] = None) -> bool:
+    """Whether the path, or a folder it lies in below `root` (default: the current folder), matches an
+    exclusion pattern. Folders above `root` do not count: a checkout under `~/build/` is not excluded."""
+    top = Path(os.path.abspath(root or os.getcwd()))
+    current = Path(os.path.abspath(path))
+    for each in (current, *current.parents):
+        if each == top or top not in each.parents:
+            return each == current and _matches_any(_pattern_subjects(str(each), root), patterns)
+        if _matches_any(_pattern_subjects(str(each), root), patterns):
+            return True
+    return False
+
+
 def discover(paths: Iterable[str], exclude: Sequence[str] = DEFAULT_EXCLUDES, root: Optional[Path] = None,
-             respect_gitignore: bool = False) -> Iterator[Tuple[str, Optional[str]]]:
+             respect_gitignore: bool = False, force_exclude: bool = False) -> Iterator[Tuple[str, Optional[str]]]:
     """Yield (path, problem) for every Python file under the given paths, in a stable order.
 
-    A file given explicitly is always linted, whatever its name; folders are walked for `*.py`
-    files, skipping virtual environments, anything matching `exclude` (patterns relative to `root`)
-    and, with respect_gitignore, what git ignores.
+    A file given explicitly is linted whatever its name, unless force_exclude (for pre-commit, which
+    names every file); folders are walked for `*.py` files, skipping virtual environments, anything
+    matching `exclude` (patterns relative to `root`) and, with respect_gitignore, what git ignores.
     """
     for given in paths:
         start = Path(given)
+        if force_exclude and excluded_path(given, exclude, root):
+            continue
         try:
             if start.is_dir():
                 visible = git_visible_paths(start) if respect_gitignore else None

@@ -162,3 +162,18 @@ def test_flake8_reads_select_per_file_ignores_and_exclude_for_our_codes(project,
     assert sorted(line.split(":")[0] + " " + line.split()[1] for line in result.stdout.splitlines()) == [
         "./models/encoder.py DPR002", "./models/tagger.py DPR001",
     ]
+
+
+def test_force_exclude_applies_exclusions_to_files_named_explicitly(project):
+    # pre-commit names every staged file, so exclusions must apply to named files when asked.
+    write_pyproject(project, 'extend-exclude = ["generated", "old_*.py"]\nforce-exclude = true\n')
+    named = ["generated/tagger_copy.py", "models/legacy/old_tagger.py", "models/tagger.py"]
+    assert flagged(run(*named, cwd=project)) == ["models/tagger.py DPR001"]
+    assert len(flagged(run("--no-force-exclude", *named, cwd=project))) == 3
+    # A folder above the project that matches a pattern does not exclude the project.
+    (project / "pyproject.toml").unlink()
+    assert len(flagged(run("--force-exclude", "--extend-exclude", project.parent.name, *named, cwd=project))) == 3
+    stdin = subprocess.run([sys.executable, "-m", "dp_rnn_lint", "--fix", "--force-exclude", "--extend-exclude", "generated",
+                            "-", "--stdin-filename", "generated/new.py"], cwd=project, input=BUGGY, capture_output=True,
+                           text=True)
+    assert stdin.returncode == 0 and stdin.stdout == BUGGY
