@@ -20,7 +20,7 @@ from .engine import FileResult, lint_path, lint_source
 from .engine import decode as decode_source
 from .files import FileProblem, discover, excluded_path
 from .reporters import FORMATS_WITH_EDITS, REPORTERS, printable
-from .reporters.text import report_text
+from .reporters.text import located_problem, report_text
 from .docs import rule_page
 from .rules import ALL_RULES, RULES_BY_CODE
 
@@ -85,12 +85,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary line")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
-
-
-def _describe_problem(result: FileResult) -> str:
-    problem = printable(result.problem or "")
-    separator = ":" if problem[:1].isdigit() else ": "
-    return f"error: {printable(result.path)}{separator}{problem}"
 
 
 def _print_diff(result: FileResult, out: TextIO) -> None:
@@ -233,7 +227,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
 
     problems = [r for r in results if r.problem is not None]
     for result in problems:
-        err.write(_describe_problem(result) + "\n")
+        err.write(f"error: {located_problem(result.path, result.problem)}\n")
     for result in results:
         if result.note:
             err.write(f"note: {printable(result.path)}: {result.note}\n")

@@ -276,8 +276,9 @@ def _lint_source(source: bytes, path: str, selection: Selection, fix: bool, desc
     try:
         module = parse(source, path)
         findings = without_suppressed(_analysed(module, path, rules), module.code)
-        exact_layout = module.bytes == source
-        if fix and any(f.fixable for f in findings) and not exact_layout:
+        # Regenerating the code costs a pass over the tree, so it is checked only where a fix matters.
+        exact_layout = not any(f.fixable for f in findings) or module.bytes == source
+        if fix and not exact_layout:
             # libcst does not reproduce a few rare layouts exactly (form feeds, CR-only line endings);
             # rewriting such a file would change bytes beyond the fix.
             raise FileProblem("cannot be fixed safely: its layout (form feed or CR-only line endings) "

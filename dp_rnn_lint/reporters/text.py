@@ -38,6 +38,12 @@ def finding_line(finding: Finding, colour: bool = False) -> str:
     return f"{path}:{finding.line}:{finding.col}: {code} {printable(finding.message)}"
 
 
+def located_problem(path: str, problem: str) -> str:
+    """`path: problem`, or `path:line:col: problem` when the problem starts with its position."""
+    problem = printable(problem)
+    return f"{printable(path)}{':' if problem[:1].isdigit() else ': '}{problem}"
+
+
 def report_concise(results: Sequence[FileResult], out: TextIO) -> None:
     colour = use_colour(out)
     for result in results:

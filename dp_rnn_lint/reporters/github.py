@@ -1,0 +1,47 @@
+"""GitHub Actions workflow commands: one `::error` annotation per finding, which GitHub shows on the
+file and line of a pull request's diff, in the style of ruff's `--output-format github`:
+
+    ::error title=dp-rnn-lint (DPR001),file=model.py,line=12,col=18::model.py:12:18: DPR001 message
+
+A file that could not be linted gets an `::error` on the file, a skipped one a `::notice`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence, TextIO, Tuple
+
+from ..engine import FileResult
+from .text import finding_line, located_problem
+
+TOOL_NAME = "dp-rnn-lint"
+
+
+def escape_data(text: str) -> str:
+    """The message after `::`, escaped as the runner unescapes it (`%` first, so escapes stay escapes)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A property value (`file=...`): as data, and `:` and `,`, which would end the value."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def workflow_command(command: str, properties: Sequence[Tuple[str, str]], message: str) -> str:
+    listed = ",".join(f"{name}={escape_property(value)}" for name, value in properties)
+    return f"::{command} {listed}::{escape_data(message)}\n"
+
+
+def report_github(results: Sequence[FileResult], out: TextIO) -> None:
+    for result in results:
+        for finding in result.findings:
+            properties = (
+                ("title", f"{TOOL_NAME} ({finding.code})"),
+                ("file", finding.path),
+                ("line", str(finding.line)),
+                ("col", str(finding.col)),
+            )
+            out.write(workflow_command("error", properties, finding_line(finding)))
+        for command, text in (("error", result.problem), ("notice", result.note)):
+            if text:
+                out.write(workflow_command(command, (("title", TOOL_NAME), ("file", result.path)),
+                                           located_problem(result.path, text)))
