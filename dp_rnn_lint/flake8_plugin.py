@@ -6,6 +6,7 @@ Columns are 0-based, as flake8 expects (it adds 1 when printing).
 
 from __future__ import annotations
 
+import ast
 import sys
 from typing import Iterator, List, Tuple
 
@@ -18,15 +19,16 @@ class DataParallelRnnChecker:
     name = "dp-rnn-lint"
     version = __version__
 
-    def __init__(self, tree: object, filename: str, lines: List[str]) -> None:
-        # `tree` is requested only so flake8 treats this as an AST plugin run once per file.
+    def __init__(self, tree: ast.Module, filename: str, lines: List[str]) -> None:
+        # flake8's own syntax tree spares the screen a second parse (most files end there).
+        self.tree = tree
         self.filename = filename
         self.lines = lines
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         source = "".join(self.lines)
         try:
-            findings = check_source(source, self.filename)
+            findings = check_source(source, self.filename, tree=self.tree if isinstance(self.tree, ast.Module) else None)
         except FileProblem as problem:
             # flake8 reports syntax errors itself (E999); anything else is said once, without a traceback.
             if "cannot parse" not in str(problem) and "cannot decode" not in str(problem):

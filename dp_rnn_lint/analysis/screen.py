@@ -1,0 +1,195 @@
+"""A cheap, conservative first look at a file through Python's own `ast`: can it hold a finding at all?
+
+The libcst analysis is the source of truth, and costs tens of milliseconds a file; most files that
+mention an RNN (torch's own sources, data loading, docs) cannot hold a finding, and `ast` tells so in
+a fraction of that. The screen only ever says "maybe" too often, never "no" wrongly: every rule needs
+a `forward` method (DataParallel runs nothing else), DPR001 needs a class that mentions an RNN class
+(directly, or through a name bound in the file to something that does, or through `getattr` on a
+module), and DPR002 needs a `pad_packed_sequence` call (under any alias) that does not pass a
+`total_length`. This module never imports libcst.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, Iterable, Iterator, List, Set, Tuple
+
+RNN_NAMES = frozenset({"RNN", "LSTM", "GRU"})
+PAD_PACKED = "pad_packed_sequence"
+# Stands for `getattr(module, name)` in a set of identifiers: an RNN class may be looked up by name.
+_GETATTR = "getattr()"
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# The same conditions on the text, before any parse: the words each rule's seeds are spelled with.
+_RNN_WORD = re.compile(rb"\b(?:RNN|LSTM|GRU)\b|getattr")
+
+
+def may_have_findings_text(source, codes: Iterable[str]) -> bool:
+    """False when the text alone shows that no rule among `codes` can find anything: no `forward`, and
+    neither an RNN class name nor `getattr` (DPR001) nor `pad_packed_sequence` (DPR002)."""
+    data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
+    if b"forward" not in data:
+        return False
+    codes = set(codes)
+    return ("DPR002" in codes and PAD_PACKED.encode() in data) or ("DPR001" in codes and _RNN_WORD.search(data) is not None)
+
+
+def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
+    """False only when no rule among `codes` can find anything in the file."""
+    codes = set(codes)
+    if not any(isinstance(node, _FUNCTIONS) and node.name == "forward" for node in ast.walk(tree)):
+        return False
+    bindings = list(_bindings(tree))
+    if "DPR002" in codes and _has_pad_call_without_total_length(tree, _closure(bindings, {PAD_PACKED}, set())):
+        return True
+    if "DPR001" in codes:
+        torch_nn = _torch_nn_names(tree)
+        rnn_names = _closure(bindings, set(RNN_NAMES) | {_GETATTR}, torch_nn)
+        return any(isinstance(node, ast.ClassDef) and _class_may_hold_rnn(node, rnn_names, torch_nn) for node in ast.walk(tree))
+    return False
+
+
+def _class_may_hold_rnn(cls: ast.ClassDef, rnn_names: Set[str], torch_nn: Set[str]) -> bool:
+    """Whether the class may create an RNN (a call of something that mentions an RNN class) or store
+    one in an attribute. The class's own names count (a local `cell = nn.LSTM`, a class attribute,
+    a parameter's default), except its methods' names: `__init__` mentioning an RNN says nothing of
+    another method's `__init__`."""
+    methods = {id(node) for node in cls.body if isinstance(node, _FUNCTIONS)}
+    own = [(name, value) for name, value in _bindings(cls) if id(value) not in methods and value is not cls]
+    names = _closure(own, rnn_names, torch_nn) if own else rnn_names
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Call) and _identifiers(node.func, torch_nn) & names:
+            return True
+        if (isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
+                and any(isinstance(target, ast.Attribute) for target in getattr(node, "targets", [getattr(node, "target", None)]))
+                and _identifiers(node.value, torch_nn) & names):
+            return True
+    return False
+
+
+def _torch_nn_names(tree: ast.Module) -> Set[str]:
+    """Names that may stand for torch.nn (or torch.nn.modules): `nn`, `modules`, and import aliases."""
+    names = {"nn", "modules"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.asname for alias in node.names if alias.asname and alias.name.startswith("torch.nn"))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
+            names.update(alias.asname for alias in node.names if alias.asname and alias.name in ("nn", "modules"))
+    return names
+
+
+def _outside_classes(tree: ast.Module) -> Iterator[ast.AST]:
+    """Every node, but only the header of a class: what a class body binds is the class's own business
+    (and a class that mentions an RNN makes the file a candidate whatever its names are)."""
+    stack: List[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                yield child
+            else:
+                stack.append(child)
+
+
+def _bindings(tree: ast.Module) -> Iterator[Tuple[str, ast.AST]]:
+    """(name, what it is bound to) for the names the file binds outside class bodies: imports, classes
+    (by their bases), functions, assignments, loop targets and parameters with defaults."""
+    for node in _outside_classes(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                yield alias.asname or alias.name, ast.Name(id=alias.name)
+        elif isinstance(node, ast.ClassDef):
+            yield node.name, ast.Tuple(elts=[*node.bases, *(keyword.value for keyword in node.keywords)], ctx=ast.Load())
+        elif isinstance(node, _FUNCTIONS):
+            yield node.name, node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor,
+                               ast.comprehension, ast.withitem)):
+            value = getattr(node, "value", None) or getattr(node, "iter", None) or getattr(node, "context_expr", None)
+            targets = getattr(node, "targets", None) or [getattr(node, "target", None), getattr(node, "optional_vars", None)]
+            for target in targets:
+                for name in _target_names(target):
+                    if value is not None:
+                        yield name, value
+        elif isinstance(node, ast.arguments):
+            positional = node.posonlyargs + node.args
+            for arg, default in zip(positional[len(positional) - len(node.defaults):], node.defaults):
+                yield arg.arg, default
+            for arg, default in zip(node.kwonlyargs, node.kw_defaults):
+                if default is not None:
+                    yield arg.arg, default
+
+
+def _target_names(target) -> Iterator[str]:
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _target_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from _target_names(target.value)
+
+
+def _closure(bindings: List[Tuple[str, ast.AST]], seeds: Set[str], torch_nn: Set[str]) -> Set[str]:
+    """The seeds, and every name bound to something that mentions one of them (until nothing changes)."""
+    mentions: Dict[str, Set[str]] = {}
+    for name, value in bindings:
+        mentions.setdefault(name, set()).update(_identifiers(value, torch_nn))
+    names = set(seeds)
+    changed = True
+    while changed:
+        changed = False
+        for name, used in mentions.items():
+            if name not in names and used & names:
+                names.add(name)
+                changed = True
+    return names
+
+
+def _identifiers(node: ast.AST, torch_nn: Set[str]) -> Set[str]:
+    """Names and attribute names used under `node`, plus _GETATTR for `getattr(m, ...)` where `m` may be
+    torch.nn (as the rules look RNN classes up by name only there)."""
+    found: Set[str] = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name):
+            found.add(child.id)
+        elif isinstance(child, ast.Attribute):
+            found.add(child.attr)
+        elif (isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == "getattr"
+              and child.args and _mentions_any(child.args[0], torch_nn)):
+            found.add(_GETATTR)
+    return found
+
+
+def _mentions_any(node: ast.AST, names: Set[str]) -> bool:
+    return any((isinstance(child, ast.Name) and child.id in names) or (isinstance(child, ast.Attribute) and child.attr in names)
+               for child in ast.walk(node))
+
+
+def _has_pad_call_without_total_length(tree: ast.Module, pad_names: Set[str]) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _callee_name(node.func) in pad_names and not _passes_total_length(node):
+            return True
+    return False
+
+
+def _callee_name(func: ast.AST) -> str:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""
+
+
+def _passes_total_length(call: ast.Call) -> bool:
+    """As DPR002 judges it: `*args`/`**kwargs` may carry it; `None` is the default spelled out."""
+    if any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords):
+        return True
+    if len(call.args) >= 4:
+        return not _is_none(call.args[3])
+    return any(keyword.arg == "total_length" and not _is_none(keyword.value) for keyword in call.keywords)
+
+
+def _is_none(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None

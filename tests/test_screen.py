@@ -1,0 +1,131 @@
+"""The ast screen that spares most files the libcst analysis: it must never skip a file with a finding,
+and it must skip the files that plainly hold none."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dp_rnn_lint.analysis.screen import may_have_findings, may_have_findings_text
+from dp_rnn_lint.engine import check_source
+from dp_rnn_lint.rules import ALL_RULES
+
+from .conftest import FIXTURES
+from .helpers import unscreened_findings
+
+CODES = [rule.code for rule in ALL_RULES]
+EXAMPLES = [example.source for rule in ALL_RULES for example in rule.invalid_examples] + [
+    source for rule in ALL_RULES for source in rule.valid_examples
+]
+
+
+def screened_out(source: str) -> bool:
+    return not (may_have_findings_text(source, CODES) and may_have_findings(ast.parse(source), CODES))
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("DPR*/*.py")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_screen_keeps_every_fixture_finding(path: Path):
+    source = path.read_bytes()
+    assert [(f.line, f.col, f.code) for f in check_source(source, str(path))] == unscreened_findings(source, str(path))
+
+
+@pytest.mark.parametrize("source", EXAMPLES)
+def test_the_screen_keeps_every_rule_example_finding(source):
+    found = unscreened_findings(source)
+    assert [(f.line, f.col, f.code) for f in check_source(source, "model.py")] == found
+    if found:
+        assert not screened_out(source)
+
+
+@pytest.mark.parametrize("snippet", [
+    # No forward: DataParallel runs nothing else.
+    """
+    import torch.nn as nn
+    class Generator(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(4, 4)
+        def generate(self, x):
+            return self.lstm(x)
+    """,
+    # An RNN class kept as a class attribute for type checks, never created.
+    """
+    import torch.nn as nn
+    class QuantizedLSTM(nn.Module):
+        _FLOAT_MODULE = nn.LSTM
+        def forward(self, x):
+            return x
+        @classmethod
+        def from_float(cls, other):
+            assert isinstance(other, cls._FLOAT_MODULE)
+            return cls()
+    """,
+    # pad_packed_sequence with total_length, and no RNN created.
+    """
+    from torch.nn.utils.rnn import pad_packed_sequence
+    class Head(object):
+        def forward(self, packed, padded):
+            return pad_packed_sequence(packed, batch_first=True, total_length=padded.size(1))
+    """,
+    # getattr on something other than torch.nn.
+    """
+    import torch.nn as nn
+    class Wrapper(nn.Module):
+        def __init__(self, inner, name):
+            super().__init__()
+            self.inner = getattr(inner, name)
+        def forward(self, x):
+            return self.inner(x)  # an LSTM-free wrapper
+    """,
+])
+def test_the_screen_skips_files_that_plainly_hold_no_finding(snippet):
+    assert screened_out(textwrap.dedent(snippet))
+
+
+@pytest.mark.parametrize("snippet", [
+    # A constructor default, a local alias, a module-level dict, a factory, getattr on an alias of torch.nn.
+    """
+    import torch.nn as nn
+    class Encoder(nn.Module):
+        def __init__(self, cell=nn.GRU):
+            super().__init__()
+            self.rnn = cell(4, 4)
+        def forward(self, x):
+            return self.rnn(x)
+    """,
+    """
+    import torch.nn as nn
+    RECURRENT = {"lstm": nn.LSTM, "gru": nn.GRU}
+    def build(kind):
+        return RECURRENT[kind](4, 4)
+    class Encoder(nn.Module):
+        def __init__(self, kind):
+            super().__init__()
+            self.rnn = build(kind)
+        def forward(self, x):
+            return self.rnn(x)
+    """,
+    """
+    import torch.nn as tnn
+    class Encoder(tnn.Module):
+        def __init__(self, rnn_type):
+            super().__init__()
+            self.rnn = getattr(tnn, rnn_type)(4, 4)
+        def forward(self, x):
+            return self.rnn(x)
+    """,
+])
+def test_the_screen_keeps_indirect_rnn_constructions(snippet):
+    source = textwrap.dedent(snippet)
+    assert unscreened_findings(source), "the analysis itself should flag this snippet"
+    assert not screened_out(source)
+
+
+def test_the_screen_skips_torchs_own_rnn_module_definitions():
+    torch = pytest.importorskip("torch")
+    source = (Path(torch.__file__).parent / "nn" / "modules" / "rnn.py").read_text()
+    assert screened_out(source)
+    assert unscreened_findings(source) == []
