@@ -16,7 +16,9 @@ from typing import List, Optional, Sequence, TextIO
 
 from . import __version__
 from .config import ConfigError, Settings, SettingsResolver, code_list, pattern_list, per_file_ignores
-from .engine import FileResult, lint_path, lint_source
+from .cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, ResultCache, default_cache_dir
+from .engine import FileResult, lint_source
+from .runner import Options, Task, default_jobs, lint_files
 from .engine import decode as decode_source
 from .files import FileProblem, discover, excluded_path
 from .reporters import FORMATS_WITH_EDITS, REPORTERS, printable
@@ -37,6 +39,16 @@ def _option(reader):
         except ConfigError as error:
             raise argparse.ArgumentTypeError(str(error)) from error
     return parse
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+    return number
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--statistics", action="store_true", help="print the number of findings per code instead")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     parser.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary line")
+    parser.add_argument("-j", "--jobs", type=_positive, metavar="N",
+                        help="lint in N processes (default: one per core)")
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    parser.add_argument("--cache-dir", metavar="PATH",
+                        help=f"where the result cache lives (default: ${CACHE_DIR_ENV}, else {DEFAULT_CACHE_DIR})")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
 
@@ -217,13 +234,11 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
             results.append(lint_source(stdin_source, stdin_name, settings.selection_for(stdin_name), fix=fix,
                                        describe_fixes=describe_fixes))
     else:
-        for given, settings in settings_per_path:
-            for path, problem in _files(given, settings):
-                if problem is not None:
-                    results.append(FileResult(path, problem=problem))
-                else:
-                    results.append(lint_path(path, settings.selection_for(path), fix=fix, write=write,
-                                             describe_fixes=describe_fixes))
+        tasks = [Task(path, settings.selection_for(path), problem)
+                 for given, settings in settings_per_path for path, problem in _files(given, settings)]
+        cache = None if args.no_cache else ResultCache(Path(args.cache_dir) if args.cache_dir else default_cache_dir())
+        results = lint_files(tasks, Options(fix=fix, write=write, describe_fixes=describe_fixes),
+                             jobs=args.jobs or default_jobs(), cache=cache)
 
     problems = [r for r in results if r.problem is not None]
     for result in problems:

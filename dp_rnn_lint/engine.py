@@ -353,11 +353,13 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
 
 
 def lint_path(path: str, selection: Selection = Selection(), fix: bool = False, write: bool = False,
-              describe_fixes: bool = False) -> FileResult:
-    try:
-        source = read_source(path)
-    except FileProblem as problem:
-        return FileResult(path, problem=str(problem))
+              describe_fixes: bool = False, source: Optional[bytes] = None) -> FileResult:
+    """Lint (and fix) one file; `source` is its content when the caller has already read it."""
+    if source is None:
+        try:
+            source = read_source(path)
+        except FileProblem as problem:
+            return FileResult(path, problem=str(problem))
     result = lint_source(source, path, selection, fix=fix, describe_fixes=describe_fixes)
     if write and result.fixed is not None and result.problem is None:
         try:

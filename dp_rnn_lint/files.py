@@ -13,7 +13,7 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 # Folders nobody wants linted: VCS data, caches, virtual environments, build output.
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".eggs", "__pycache__",
-    "build", "dist", "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    "build", "dist", "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".dp-rnn-lint-cache",
 )
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional, Tuple, Union
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Optional, Tuple, Union
 
-import libcst as cst
+if TYPE_CHECKING:  # the edits hold libcst nodes; this module itself does not need libcst
+    import libcst as cst
 
 # A statement to insert, as (indent level, text) lines relative to where it goes; the fix applier
 # renders them with the file's own indentation and line ending.
@@ -41,6 +42,28 @@ class Fix:
     edits: Tuple[Edit, ...]
     # Safe fixes keep behaviour on one device; see each rule's "Fix safety" section.
     safe: bool = True
+    # What the fix does, in a line; derived from the edits unless given.
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.description and self.edits:
+            object.__setattr__(self, "description", _describe(self.edits))
+
+    def detached(self) -> "Fix":
+        """The fix without its syntax-tree edits (kept: safety and description), as it crosses a process
+        boundary or goes into the cache."""
+        return Fix((), self.safe, self.description)
+
+
+def _describe(edits: Tuple[Edit, ...]) -> str:
+    parts = []
+    for edit in edits:
+        if isinstance(edit, AppendKeywordArgument):
+            parts.append(f"pass `{edit.keyword}={edit.value}`")
+        else:
+            parts.append("insert `" + "; ".join(text for _, text in edit.lines) + "`")
+    description = ", then ".join(dict.fromkeys(parts))
+    return description[:1].upper() + description[1:]
 
 
 @dataclass(frozen=True)
@@ -82,3 +105,6 @@ class Finding:
     @property
     def fixable(self) -> bool:
         return self.fix is not None
+
+    def detached(self) -> "Finding":
+        return replace(self, fix=self.fix.detached()) if self.fix is not None else self

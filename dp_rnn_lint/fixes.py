@@ -45,18 +45,6 @@ def text_edits(module: cst.Module, fix: Fix) -> Tuple[TextEdit, ...]:
     return tuple(edits)
 
 
-def describe_fix(fix: Fix) -> str:
-    """What the fix does, in a line: the statement it inserts or the argument it passes."""
-    parts = []
-    for edit in fix.edits:
-        if isinstance(edit, AppendKeywordArgument):
-            parts.append(f"pass `{edit.keyword}={edit.value}`")
-        else:
-            parts.append("insert `" + "; ".join(text for _, text in edit.lines) + "`")
-    description = ", then ".join(dict.fromkeys(parts))
-    return description[:1].upper() + description[1:]
-
-
 def _common_prefix(first: str, second: str) -> str:
     return os.path.commonprefix([first, second])
 

@@ -16,10 +16,12 @@ _MARKER = re.compile(r"#\s*expect:\s*(?P<codes>DPR\d{3}(?:\s+unfixable)?(?:\s*,\
 
 
 @pytest.fixture(autouse=True)
-def plain_output(monkeypatch):
-    """Commands run by tests print without colour whatever the outer environment asks for."""
+def plain_output_and_private_cache(monkeypatch, tmp_path_factory):
+    """Commands run by tests print without colour whatever the outer environment asks for, and each
+    test has a result cache of its own, outside the folders it inspects."""
     monkeypatch.delenv("FORCE_COLOR", raising=False)
     monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("DP_RNN_LINT_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
 
 
 def fixture_files() -> List[Path]:

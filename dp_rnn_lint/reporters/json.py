@@ -7,7 +7,6 @@ from typing import Optional, Sequence, TextIO
 
 from ..engine import FileResult
 from ..findings import Finding
-from ..fixes import describe_fix
 
 
 def fix_object(finding: Finding) -> Optional[dict]:
@@ -16,7 +15,7 @@ def fix_object(finding: Finding) -> Optional[dict]:
         return None
     return {
         "applicability": "safe" if finding.fix.safe else "unsafe",
-        "message": describe_fix(finding.fix),
+        "message": finding.fix.description,
         "edits": [
             {
                 "content": edit.content,

@@ -21,7 +21,6 @@ from ..docs import rule_page
 from ..engine import FileResult
 from ..escaping import printable
 from ..findings import Finding, TextEdit
-from ..fixes import describe_fix
 from ..rules import ALL_RULES, Rule
 
 TOOL_NAME = "dp-rnn-lint"
@@ -82,7 +81,7 @@ def fix_object(finding: Finding, uri: str) -> Optional[dict]:
     carries ruff's applicability in its properties."""
     if finding.fix is None or not finding.edits:
         return None
-    description = describe_fix(finding.fix) + ("" if finding.fix.safe else " (unsafe)")
+    description = finding.fix.description + ("" if finding.fix.safe else " (unsafe)")
     return {
         "description": {"text": description},
         "artifactChanges": [{"artifactLocation": {"uri": uri}, "replacements": [_replacement(e) for e in finding.edits]}],

@@ -1,0 +1,97 @@
+"""A result cache: what linting a file found, keyed by its content, its path, the settings and this
+version, so that a second run over an unchanged tree reads answers instead of parsing.
+
+One small JSON file per entry, written to a temporary name and renamed into place: two runs sharing
+the folder can only ever see whole entries, and a damaged entry is a miss, never an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from . import __version__
+from .engine import FileResult, Selection
+from .findings import Finding, Fix
+
+CACHE_DIR_ENV = "DP_RNN_LINT_CACHE_DIR"
+DEFAULT_CACHE_DIR = ".dp-rnn-lint-cache"
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get(CACHE_DIR_ENV) or DEFAULT_CACHE_DIR)
+
+
+class ResultCache:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder / __version__
+        self._ready = False
+        self._usable = True
+
+    @staticmethod
+    def key(path: str, source: bytes, selection: Selection) -> str:
+        digest = hashlib.sha256()
+        for part in (__version__, path, repr(selection)):
+            digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(source)
+        return digest.hexdigest()
+
+    def get(self, key: str, path: str, source: bytes) -> Optional[FileResult]:
+        try:
+            with open(self._entry(key), encoding="utf-8") as handle:
+                stored = json.load(handle)
+            findings = [
+                Finding(path, item["line"], item["col"], item["code"], item["message"],
+                        Fix((), item["safe"], item["fix"]) if item["fixable"] else None,
+                        end_line=item["end_line"], end_col=item["end_col"])
+                for item in stored["findings"]
+            ]
+            return FileResult(path, findings, stored["problem"], original=source, note=stored["note"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # absent or damaged: lint the file
+
+    def put(self, key: str, result: FileResult) -> None:
+        if not self._usable or not self._prepare():
+            return
+        stored = {
+            "findings": [
+                {"line": f.line, "col": f.col, "end_line": f.end_line, "end_col": f.end_col, "code": f.code,
+                 "message": f.message, "fixable": f.fixable, "safe": bool(f.fix and f.fix.safe),
+                 "fix": f.fix.description if f.fix else ""}
+                for f in result.findings
+            ],
+            "problem": result.problem,
+            "note": result.note,
+        }
+        entry = self._entry(key)
+        try:
+            entry.parent.mkdir(exist_ok=True)
+            descriptor, temporary = tempfile.mkstemp(prefix=".entry-", dir=entry.parent)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                json.dump(stored, handle)
+            os.replace(temporary, entry)
+        except OSError:
+            self._usable = False  # a read-only or full disk makes the run uncached, not failed
+
+    def _entry(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def _prepare(self) -> bool:
+        if self._ready:
+            return True
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            top = self.folder.parent
+            # As ruff does for its cache: git ignores the folder, and backup tools know it is a cache.
+            for name, text in ((".gitignore", "*\n"), ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n")):
+                if not (top / name).exists():
+                    (top / name).write_text(text)
+        except OSError:
+            self._usable = False
+            return False
+        self._ready = True
+        return True
