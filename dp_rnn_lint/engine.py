@@ -324,24 +324,25 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
             raise FileProblem("cannot be fixed safely: its layout (form feed or CR-only line endings) "
                               "would not be kept byte for byte")
         if fix:
+            current = source  # the module's bytes: known, so never regenerated just to compare
             rounds = 0
             while rounds < _MAX_FIX_ROUNDS and any(f.fixable for f in findings):
                 rounds += 1
                 fixable_before = Counter(f.code for f in findings if f.fixable)
                 edits = [edit for f in findings if f.fix is not None for edit in f.fix.edits]
-                fixed_module = apply_edits(module, edits)
-                new_bytes = fixed_module.bytes
+                new_bytes = apply_edits(module, edits).bytes
                 check_compiles(new_bytes, path or "<source>")
-                if new_bytes == module.bytes:
+                if new_bytes == current:
                     break
-                module = parse(new_bytes, path)
+                # compile() has just parsed it: only libcst's own parse is still needed.
+                module, current = _parse_with_libcst(new_bytes, None), new_bytes
                 findings = without_suppressed(_analysed(module, path, rules), module.code)
                 fixable_after = Counter(f.code for f in findings if f.fixable)
                 result.fixed_codes += fixable_before - fixable_after
                 if sum(fixable_after.values()) >= sum(fixable_before.values()):
                     break  # a fix that does not remove its finding must not be applied again and again
-            if module.bytes != source:
-                result.fixed = module.bytes
+            if current != source:
+                result.fixed = current
         if describe_fixes and exact_layout:
             findings = [replace(f, edits=text_edits(module, f.fix)) if f.fix else f for f in findings]
         result.findings = findings
