@@ -12,7 +12,7 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, Iterator, List, Optional, Tuple
 
 from .cache import ResultCache
 from .engine import FileResult, Selection, lint_path, lint_source, may_contain_candidates
@@ -47,7 +47,7 @@ def lint_files(tasks: Iterable[Task], options: Options, jobs: int = 1,
                cache: Optional[ResultCache] = None) -> List[FileResult]:
     tasks = list(tasks)
     results: List[Optional[FileResult]] = [None] * len(tasks)
-    pending: List[Tuple[int, Task, bytes]] = []
+    pending: List[int] = []
     # JSON and SARIF need each fix's edits, which the cache does not keep.
     cache = cache if not options.describe_fixes else None
     for index, task in enumerate(tasks):
@@ -60,29 +60,38 @@ def lint_files(tasks: Iterable[Task], options: Options, jobs: int = 1,
             results[index] = FileResult(task.path, problem=str(problem))
             continue
         if not may_contain_candidates(source):
-            results[index] = lint_source(source, task.path, task.selection)  # never parsed: cheap here
+            results[index] = _slim(lint_source(source, task.path, task.selection))  # never parsed: cheap here
             continue
         cached = cache.get(cache.key(task.path, source, task.selection), task.path, source) if cache else None
         if cached is not None and not (options.fix and any(f.fixable for f in cached.findings)):
-            results[index] = cached
+            results[index] = _slim(cached)
         else:
-            pending.append((index, task, source))
+            pending.append(index)  # the worker reads the file again: contents never queue up here
 
-    for (index, task, source), result in zip(pending, _run(pending, options, jobs)):
-        results[index] = result
-        if cache is not None:
-            _remember(cache, task, source, result, options)
+    work = [(tasks[index].path, tasks[index].selection, options) for index in pending]
+    for index, result in zip(pending, _run(work, jobs)):
+        if cache is not None and result.original is not None:
+            _remember(cache, tasks[index], result, options)
+        results[index] = _slim(result)
     return [result for result in results if result is not None]
 
 
-def _run(pending: Sequence[Tuple[int, Task, bytes]], options: Options, jobs: int) -> Iterable[FileResult]:
-    work = [(task.path, task.selection, source, options) for _, task, source in pending]
+def _slim(result: FileResult) -> FileResult:
+    """The result without the file's content unless output shows it (source lines, diffs): memory stays
+    flat however many files there are."""
+    if not result.findings and result.fixed is None:
+        result.original = None
+    return result
+
+
+def _run(work: List[Tuple[str, Selection, Options]], jobs: int) -> Iterator[FileResult]:
     workers = min(jobs, len(work))
     if workers < 2 or len(work) < _MIN_FILES_FOR_POOL:
-        return [_lint_one(item) for item in work]
+        yield from map(_lint_one, work)
+        return
     chunk = max(1, len(work) // (workers * 8))
     with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
-        return list(pool.map(_lint_one, work, chunksize=chunk))
+        yield from pool.map(_lint_one, work, chunksize=chunk)
 
 
 def _context():
@@ -92,18 +101,18 @@ def _context():
     return None
 
 
-def _lint_one(item: Tuple[str, Selection, bytes, Options]) -> FileResult:
-    path, selection, source, options = item
-    result = lint_path(path, selection, fix=options.fix, write=options.write,
-                       describe_fixes=options.describe_fixes, source=source)
+def _lint_one(item: Tuple[str, Selection, Options]) -> FileResult:
+    path, selection, options = item
+    result = lint_path(path, selection, fix=options.fix, write=options.write, describe_fixes=options.describe_fixes)
     # Syntax-tree edits stay in the worker: they are large and only the applying process needs them.
     return replace(result, findings=[finding.detached() for finding in result.findings])
 
 
-def _remember(cache: ResultCache, task: Task, source: bytes, result: FileResult, options: Options) -> None:
+def _remember(cache: ResultCache, task: Task, result: FileResult, options: Options) -> None:
+    """Store the answer under the content the worker actually read (result.original)."""
     if result.fixed is None:
         if not options.fix or not any(f.fixable for f in result.findings):
-            cache.put(cache.key(task.path, source, task.selection), result)
+            cache.put(cache.key(task.path, result.original, task.selection), result)
     elif options.write and result.problem is None:
         # What is left in the file as written is the lint result of its new content.
         cache.put(cache.key(task.path, result.fixed, task.selection), replace(result, note=None))
