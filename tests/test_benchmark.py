@@ -1,0 +1,91 @@
+"""The benchmark script, run with --quick on a temporary folder: corpora, tables and targets, no network."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "benchmarks" / "bench.py"
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("bench", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bench")
+    result = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--output", str(folder / "RESULTS.md"),
+         "--corpus-dir", str(folder / "corpora"), "--venv-dir", str(folder / "venvs")],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert result.returncode == 0, result.stderr
+    return folder, (folder / "RESULTS.md").read_text()
+
+
+def test_quick_run_writes_a_table_per_corpus_and_the_targets(quick_run):
+    _, results = quick_run
+    for heading in ("## Targets", "## Tools", "## Corpora", "## 1. torch subset", "## 2. all candidates", "## 3. scale"):
+        assert heading in results
+    assert "| cores (nproc) |" in results and "| date |" in results
+    targets = results.split("## Targets")[1].split("\n## ")[0]
+    rows = [line for line in targets.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert len(rows) == 8
+    assert all(row.rstrip().endswith(("| met |", "| **missed** |", "| not measured |")) for row in rows)
+    # ours runs everywhere, so the targets that need only ours are measured
+    assert "a second run over an unchanged tree" in targets and "--fix ≤ 2×" in targets
+    assert "| dp-rnn-lint | 1 |" in results
+
+
+def test_quick_run_makes_no_virtual_environment_and_says_why_a_tool_did_not_run(quick_run):
+    folder, results = quick_run
+    assert not (folder / "venvs").exists()
+    assert "| torchfix --select ALL | not run: no virtual environment for it yet" in results
+    assert "| flake8 without dp-rnn-lint | not run: no virtual environment for it yet" in results
+
+
+def test_results_name_no_folder_of_this_machine(quick_run):
+    folder, results = quick_run
+    assert str(folder) not in results
+    assert str(ROOT) not in results
+
+
+def test_every_generated_candidate_is_valid_python_with_the_findings_its_fixtures_predict(quick_run):
+    folder, results = quick_run
+    files = sorted((folder / "corpora" / "candidates").rglob("*.py"))
+    assert len(files) == 6
+    for path in files:
+        source = path.read_text()
+        ast.parse(source)
+        assert "DataParallel(" in source and "pack_padded_sequence" in source
+    # the script checks this itself with dp-rnn-lint --format json, and reports it
+    match = re.search(r"Findings on this corpus: 6 of 6 files have at least one finding; (\d+) findings in all, "
+                      r"where the fixtures' markers predict (\d+)\.", results)
+    assert match and match.group(1) == match.group(2)
+
+
+def test_torch_subset_and_scale_corpora_have_the_quick_sizes(quick_run):
+    folder, _ = quick_run
+    corpora = folder / "corpora"
+    assert len(list((corpora / "torch-subset").rglob("*.py"))) == 20
+    assert len(list((corpora / "scale-200").rglob("*.py"))) == 200
+
+
+def test_renaming_a_fixture_leaves_attributes_and_other_names_alone():
+    bench = load_bench()
+    source = "class LSTM(nn.Module):\n    lstm = nn.LSTM(4, 4)\n\n\ndef make_model():\n    return LSTM()\n"
+    assert bench.renamed(source, ["LSTM", "make_model"], "_7a") == (
+        "class LSTM_7a(nn.Module):\n    lstm = nn.LSTM(4, 4)\n\n\ndef make_model_7a():\n    return LSTM_7a()\n"
+    )
