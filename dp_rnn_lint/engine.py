@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import sys
 import threading
 import tokenize
@@ -19,6 +20,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .analysis import FileAnalysis
+from .analysis.positions import call_spans
 from .analysis.screen import may_have_findings, may_have_findings_text
 from .escaping import printable
 from .files import FileProblem, module_name_for, read_source, write_atomically
@@ -139,43 +141,58 @@ def _parse_with_libcst(source: Union[str, bytes], python_error: Optional[str]) -
         raise FileProblem("cannot parse: nested too deeply") from error
 
 
-def _violations(module: cst.Module, path: str, rules: Sequence[Rule]) -> List[Violation]:
+def _violations(module: cst.Module, path: str, rules: Sequence[Rule]) -> Tuple[List[Violation], FileAnalysis]:
     module_name, is_package = module_name_for(path) if path else (None, False)
     analysis = FileAnalysis(module, module_name, is_package)
     found: List[Violation] = []
     for rule in rules:
         found.extend(rule.check(analysis))
-    return found
+    return found, analysis
 
 
-def _locate(module: cst.Module, path: str, violations: Sequence[Violation]) -> List[Finding]:
+def _locate(module: cst.Module, path: str, violations: Sequence[Violation], calls: Sequence[cst.Call],
+            tree: Optional[ast.Module], text: str) -> List[Finding]:
     if not violations:
         return []
-    # Positions cost a full pass over the tree, so they are computed only for files with findings.
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    spans = call_spans(calls, tree, text) if tree is not None else None
+    if spans is None or any(violation.node not in spans for violation in violations):
+        # libcst's own positions cost a full pass over the tree: only when Python's tree cannot say.
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        spans = {v.node: (positions[v.node].start.line, positions[v.node].start.column + 1,
+                          positions[v.node].end.line, positions[v.node].end.column + 1) for v in violations}
     findings = []
     seen = set()
     for violation in violations:
-        start, end = positions[violation.node].start, positions[violation.node].end
-        key = (start.line, start.column, violation.code)
+        line, col, end_line, end_col = spans[violation.node]
+        key = (line, col, violation.code)
         if key in seen:
             continue  # the same call reported through two classes sharing a method
         seen.add(key)
         message = printable(violation.message)  # messages quote source text, which may hold control characters
-        findings.append(Finding(path, start.line, start.column + 1, violation.code, message, violation.fix,
-                                end_line=end.line, end_col=end.column + 1))
+        findings.append(Finding(path, line, col, violation.code, message, violation.fix, end_line=end_line, end_col=end_col))
     findings.sort(key=lambda f: (f.line, f.col, f.code))
     return findings
 
 
-def _analysed(module: cst.Module, path: str, rules: Sequence[Rule]) -> List[Finding]:
-    """Located findings; an unexpected failure of the analysis becomes a per-file problem, not a crash."""
+def _analysed(module: cst.Module, path: str, rules: Sequence[Rule], tree: Optional[ast.Module], text: str) -> List[Finding]:
+    """Located findings; an unexpected failure of the analysis becomes a per-file problem, not a crash.
+    `tree` is Python's tree of `text`, the module's code, when there is one (it places the findings)."""
     try:
-        return _locate(module, path, _violations(module, path, rules))
+        violations, analysis = _violations(module, path, rules)
+        return _locate(module, path, violations, analysis.resolver.calls, tree, text)
     except RecursionError as error:
         raise FileProblem("cannot analyse: nested too deeply") from error
     except Exception as error:  # a bug of ours must not stop the run over the other files
         raise FileProblem(f"internal error while analysing ({type(error).__name__}: {error}); please report it") from error
+
+
+def _module_text(module: cst.Module, source: Union[str, bytes]) -> str:
+    """The module's code as positions count it: the source itself, except in the rare layouts libcst
+    does not reproduce (form feeds, CR-only line endings), where its own regenerated code is used."""
+    text = source if isinstance(source, str) else decode(source)
+    if "\x0c" in text or re.search(r"\r(?!\n)", text):
+        return module.code
+    return text
 
 
 def too_large(source: Union[str, bytes]) -> Optional[str]:
@@ -225,6 +242,7 @@ class _FirstLook:
     needs_analysis: bool  # whether libcst must see the file
     python_error: Optional[str] = None  # Python's parse error, for libcst to confirm or overrule
     note: Optional[str] = None  # why the file was skipped
+    tree: Optional[ast.Module] = None  # Python's tree, which places the findings
 
 
 def _first_look(source: Union[str, bytes], rules: Sequence[Rule], tree: Optional[ast.Module] = None) -> _FirstLook:
@@ -248,7 +266,7 @@ def _first_look(source: Union[str, bytes], rules: Sequence[Rule], tree: Optional
     codes = [rule.code for rule in rules]
     if tree is not None and not (may_have_findings_text(source, codes) and may_have_findings(tree, codes)):
         return _FirstLook(False)
-    return _FirstLook(True, python_error)
+    return _FirstLook(True, python_error, tree=tree)
 
 
 def check_source(source: Union[str, bytes], path: str = "", selection: Selection = Selection(),
@@ -261,11 +279,12 @@ def check_source(source: Union[str, bytes], path: str = "", selection: Selection
     look = _first_look(source, rules, tree)
     if not look.needs_analysis:
         return []
-    return run_with_deep_stack(_check_parsed, source, path, rules, look.python_error)
+    return run_with_deep_stack(_check_parsed, source, path, rules, look)
 
 
-def _check_parsed(source: Union[str, bytes], path: str, rules: Sequence[Rule], python_error: Optional[str]) -> List[Finding]:
-    return _analysed(_parse_with_libcst(source, python_error), path, rules)
+def _check_parsed(source: Union[str, bytes], path: str, rules: Sequence[Rule], look: _FirstLook) -> List[Finding]:
+    module = _parse_with_libcst(source, look.python_error)
+    return _analysed(module, path, rules, look.tree, _module_text(module, source))
 
 
 def without_suppressed(findings: Iterable[Finding], text: str) -> List[Finding]:
@@ -308,14 +327,15 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
     if not look.needs_analysis:
         return result
     # Only files that reach libcst need the deep stack (see run_with_deep_stack).
-    return run_with_deep_stack(_lint_parsed, result, source, path, rules, fix, describe_fixes, look.python_error)
+    return run_with_deep_stack(_lint_parsed, result, source, path, rules, fix, describe_fixes, look)
 
 
 def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[Rule], fix: bool, describe_fixes: bool,
-                 python_error: Optional[str]) -> FileResult:
+                 look: _FirstLook) -> FileResult:
     try:
-        module = _parse_with_libcst(source, python_error)
-        findings = without_suppressed(_analysed(module, path, rules), module.code)
+        module = _parse_with_libcst(source, look.python_error)
+        text = _module_text(module, source)
+        findings = without_suppressed(_analysed(module, path, rules, look.tree, text), text)
         # Regenerating the code costs a pass over the tree, so it is checked only where a fix matters.
         exact_layout = not any(f.fixable for f in findings) or module.bytes == source
         if fix and not exact_layout:
@@ -336,7 +356,8 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
                     break
                 # compile() has just parsed it: only libcst's own parse is still needed.
                 module, current = _parse_with_libcst(new_bytes, None), new_bytes
-                findings = without_suppressed(_analysed(module, path, rules), module.code)
+                text = _module_text(module, new_bytes)
+                findings = without_suppressed(_analysed(module, path, rules, _python_verdict(new_bytes)[0], text), text)
                 fixable_after = Counter(f.code for f in findings if f.fixable)
                 result.fixed_codes += fixable_before - fixable_after
                 if sum(fixable_after.values()) >= sum(fixable_before.values()):

@@ -27,9 +27,11 @@ def fixed(source: str, code: str = "DPR") -> str:
 
 
 def unscreened_findings(source, path: str = "model.py") -> List[Tuple[int, int, str]]:
-    """(line, col, code) from the libcst analysis run on the file whatever the cheap screen says:
-    what `check_source` must find too, since the screen may only skip files without findings."""
+    """(line, col, code) from the libcst analysis run on the file whatever the cheap screen says, placed
+    by libcst's own positions: what `check_source` must find too, since the screen may only skip files
+    without findings and Python's tree must place them where libcst does."""
     from dp_rnn_lint import engine
 
     module = engine.parse(source, path)
-    return [(f.line, f.col, f.code) for f in engine.run_with_deep_stack(engine._analysed, module, path, Selection().rules())]
+    found = engine.run_with_deep_stack(engine._analysed, module, path, Selection().rules(), None, module.code)
+    return [(f.line, f.col, f.code) for f in found]

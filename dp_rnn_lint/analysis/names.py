@@ -78,6 +78,9 @@ class ScopeBuilder(cst.CSTVisitor):
         self.module_name = module_name
         self.is_package = is_package
         self.scopes: Dict[cst.CSTNode, Scope] = {}
+        # Every call in the order visited, which is source order: it lets the engine place findings
+        # (always calls) from Python's own tree instead of a costly position pass.
+        self.calls: List[cst.Call] = []
         self._stack: List[Scope] = []
 
     # -- scope bookkeeping -------------------------------------------------------------------------
@@ -96,6 +99,9 @@ class ScopeBuilder(cst.CSTVisitor):
 
     def visit_Module(self, node: cst.Module) -> None:
         self._push(node, "module")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
 
     def leave_Module(self, original_node: cst.Module) -> None:
         self._pop()
@@ -140,6 +146,7 @@ class ScopeBuilder(cst.CSTVisitor):
 
     def _visit_comprehension(self, node: cst.CSTNode) -> None:
         # The first iterable is evaluated outside; everything else inside the comprehension's scope.
+        first_call = len(self.calls)
         for_in = node.for_in
         for_in.iter.visit(self)
         self._push(node, "comprehension")
@@ -153,10 +160,13 @@ class ScopeBuilder(cst.CSTVisitor):
             for condition in comp.ifs:
                 condition.visit(self)
             comp = comp.inner_for_in
+        element_call = len(self.calls)
         for name in ("elt", "key", "value"):
             child = getattr(node, name, None)
             if child is not None:
                 child.visit(self)
+        # The element comes first in the source: keep the recorded calls in source order.
+        self.calls[first_call:] = self.calls[element_call:] + self.calls[first_call:element_call]
         self._pop()
         return False
 
@@ -258,6 +268,7 @@ class NameResolver:
         builder = ScopeBuilder(module_name, is_package)
         module.visit(builder)
         self.scopes = builder.scopes
+        self.calls = builder.calls
         self.module_scope = builder.scopes[module]
         self.module_name = module_name
 
