@@ -23,8 +23,7 @@ from .engine import decode as decode_source
 from .files import FileProblem, discover, excluded_path
 from .reporters import FORMATS_WITH_EDITS, REPORTERS, printable
 from .reporters.text import located_problem, report_text
-from .docs import rule_page
-from .rules import ALL_RULES, RULES_BY_CODE
+from . import docs, rules
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 # Formats read by people, which end with a summary line; the others are read by programs.
@@ -51,16 +50,25 @@ def _positive(value: str) -> int:
     return number
 
 
+class _LintParser(argparse.ArgumentParser):
+    """Lists the rules at the end of --help, loading them (and libcst) only when help is asked for."""
+
+    def format_help(self) -> str:
+        listed = "\n".join(f"  {rule.code}  {rule.summary}" for rule in rules.ALL_RULES)
+        self.epilog = (
+            f"rules:\n{listed}\n\nother commands:\n  dp-rnn-lint rule CODE     print a rule's documentation "
+            "(`rule --all` lists them)\n  dp-rnn-lint verify FILE   run FILE's model under a DataParallel check "
+            "(imports and runs FILE; see `dp-rnn-lint verify --help`)\n\nexit status: 0 clean, "
+            "1 findings remain or a file could not be linted, 2 usage error"
+        )
+        return super().format_help()
+
+
 def build_parser() -> argparse.ArgumentParser:
-    rules = "\n".join(f"  {rule.code}  {rule.summary}" for rule in ALL_RULES)
-    parser = argparse.ArgumentParser(
+    parser = _LintParser(
         prog="dp-rnn-lint",
         description="Find (and fix) the recurrent-network traps of torch.nn.DataParallel. "
         "Reads code only: never imports or runs it.",
-        epilog=f"rules:\n{rules}\n\nother commands:\n  dp-rnn-lint rule CODE     print a rule's documentation (`rule --all` "
-        "lists them)\n  dp-rnn-lint verify FILE   run FILE's model under a "
-        "DataParallel check (imports and runs FILE; see `dp-rnn-lint verify --help`)\n\nexit status: 0 clean, "
-        "1 findings remain or a file could not be linted, 2 usage error",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or folders to lint (default: .)")
@@ -144,14 +152,14 @@ def rule(argv: Sequence[str]) -> int:
     parser.add_argument("--all", action="store_true", help="list every rule")
     args = parser.parse_args(argv)
     if args.all or not args.code:
-        for each in ALL_RULES:
+        for each in rules.ALL_RULES:
             sys.stdout.write(f"{each.code}  {each.name}  {each.summary}\n")
         return EXIT_CLEAN
-    found = RULES_BY_CODE.get(args.code.upper())
+    found = rules.RULES_BY_CODE.get(args.code.upper())
     if found is None:
-        sys.stderr.write(f"dp-rnn-lint rule: error: unknown rule {args.code!r} (known: {', '.join(RULES_BY_CODE)})\n")
+        sys.stderr.write(f"dp-rnn-lint rule: error: unknown rule {args.code!r} (known: {', '.join(rules.RULE_CODES)})\n")
         return EXIT_USAGE
-    sys.stdout.write(rule_page(found))
+    sys.stdout.write(docs.rule_page(found))
     return EXIT_CLEAN
 
 
@@ -311,7 +319,7 @@ def _print_fixes(results: Sequence[FileResult], out: TextIO) -> None:
     for result in fixed:
         out.write(f"- {printable(result.path)}:\n")
         for code, count in sorted(result.fixed_codes.items()):
-            out.write(f"    {count} \u00d7 {code} ({RULES_BY_CODE[code].name})\n")
+            out.write(f"    {count} \u00d7 {code} ({rules.RULES_BY_CODE[code].name})\n")
     out.write("\n")
 
 
@@ -320,7 +328,7 @@ def _print_statistics(results: Sequence[FileResult], out: TextIO) -> None:
     fixable = Counter(f.code for r in results for f in r.findings if f.fixable)
     for code in sorted(counts):
         mark = "*" if fixable[code] else " "
-        out.write(f"{counts[code]:>5}  {code}  {mark} {RULES_BY_CODE[code].summary}\n")
+        out.write(f"{counts[code]:>5}  {code}  {mark} {rules.RULES_BY_CODE[code].summary}\n")
 
 
 def _summary(results: Sequence[FileResult], remaining: int, fixed_run: bool) -> str:

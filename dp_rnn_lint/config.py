@@ -16,7 +16,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .engine import Selection
 from .files import DEFAULT_EXCLUDES, matches_pattern
-from .rules import RULES_BY_CODE
+from .rules import RULE_CODES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -66,8 +66,8 @@ def code_list(value: Any, where: str) -> Tuple[str, ...]:
         raise ConfigError(_at(where, f"expected a list of rule codes, got {value!r}"))
     codes = tuple(code.strip().upper() for code in value if code.strip())
     for code in codes:
-        if code != "ALL" and not any(known.startswith(code) for known in RULES_BY_CODE):
-            raise ConfigError(_at(where, f"unknown rule code or prefix {code!r} (known: {', '.join(RULES_BY_CODE)})"))
+        if code != "ALL" and not any(known.startswith(code) for known in RULE_CODES):
+            raise ConfigError(_at(where, f"unknown rule code or prefix {code!r} (known: {', '.join(RULE_CODES)})"))
     return codes
 
 

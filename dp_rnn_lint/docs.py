@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Dict
+from typing import TYPE_CHECKING, Dict
 
-from .rules import ALL_RULES, Rule
+from . import rules
+
+if TYPE_CHECKING:
+    from .rules.base import Rule
 
 DOCS_FOLDER = Path(__file__).resolve().parent.parent / "docs" / "rules"
 
@@ -21,7 +24,7 @@ def rule_page(rule: Rule) -> str:
 
 
 def rule_pages() -> Dict[str, str]:
-    return {f"{rule.code}.md": rule_page(rule) for rule in ALL_RULES}
+    return {f"{rule.code}.md": rule_page(rule) for rule in rules.ALL_RULES}
 
 
 def main() -> int:

@@ -14,20 +14,23 @@ import tokenize
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple, Union
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
-
-from .analysis import FileAnalysis
-from .analysis.positions import call_spans
 from .analysis.screen import may_have_findings, may_have_findings_text
 from .escaping import printable
 from .files import FileProblem, module_name_for, read_source, write_atomically
 from .findings import Finding, Violation
-from .fixes import FixError, apply_edits, check_compiles, text_edits
 from .noqa import is_suppressed, noqa_lines
-from .rules import ALL_RULES, Rule
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from .analysis import FileAnalysis
+    from .rules.base import Rule
+
+# libcst, the analysis and the rules are imported where a file first needs them (see _parse_with_libcst):
+# importing libcst alone takes longer than screening a few hundred files, and most runs need it for few
+# files or none.
 
 # A file none of these words appear in (in any case) cannot hold an RNN or a pad_packed_sequence call,
 # so it is never parsed. (An RNN class reached only through getattr(nn, name) with no RNN word anywhere
@@ -55,7 +58,15 @@ class Selection:
         ignored = max((len(p) for p in self.ignore if p == "ALL" or code.startswith(p)), default=-1)
         return selected >= 0 and selected > ignored
 
+    def codes(self) -> List[str]:
+        """The enabled codes, known without loading the rules."""
+        from .rules import RULE_CODES
+
+        return [code for code in RULE_CODES if self.enabled(code)]
+
     def rules(self) -> List[Rule]:
+        from .rules import ALL_RULES
+
         return [rule for rule in ALL_RULES if self.enabled(rule.code)]
 
 
@@ -126,6 +137,8 @@ def parse(source: Union[str, bytes], path: str) -> cst.Module:
 
 
 def _parse_with_libcst(source: Union[str, bytes], python_error: Optional[str]) -> cst.Module:
+    import libcst as cst
+
     # Other errors of Python's parser still go to libcst, which knows newer syntax than this Python;
     # when libcst fails too, Python's wording is the one users know.
     try:
@@ -142,6 +155,8 @@ def _parse_with_libcst(source: Union[str, bytes], python_error: Optional[str]) -
 
 
 def _violations(module: cst.Module, path: str, rules: Sequence[Rule]) -> Tuple[List[Violation], FileAnalysis]:
+    from .analysis import FileAnalysis
+
     module_name, is_package = module_name_for(path) if path else (None, False)
     analysis = FileAnalysis(module, module_name, is_package)
     found: List[Violation] = []
@@ -154,9 +169,13 @@ def _locate(module: cst.Module, path: str, violations: Sequence[Violation], call
             tree: Optional[ast.Module], text: str) -> List[Finding]:
     if not violations:
         return []
+    from .analysis.positions import call_spans
+
     spans = call_spans(calls, tree, text) if tree is not None else None
     if spans is None or any(violation.node not in spans for violation in violations):
         # libcst's own positions cost a full pass over the tree: only when Python's tree cannot say.
+        from libcst.metadata import MetadataWrapper, PositionProvider
+
         positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
         spans = {v.node: (positions[v.node].start.line, positions[v.node].start.column + 1,
                           positions[v.node].end.line, positions[v.node].end.column + 1) for v in violations}
@@ -245,7 +264,7 @@ class _FirstLook:
     tree: Optional[ast.Module] = None  # Python's tree, which places the findings
 
 
-def _first_look(source: Union[str, bytes], rules: Sequence[Rule], tree: Optional[ast.Module] = None) -> _FirstLook:
+def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[ast.Module] = None) -> _FirstLook:
     """The cheap stages before libcst: the word pre-filter, the size limit, readability, Python's parser
     (or the tree flake8 already has) and the ast screen. FileProblem for a file that is not text or
     nests too deeply."""
@@ -263,7 +282,6 @@ def _first_look(source: Union[str, bytes], rules: Sequence[Rule], tree: Optional
         tree, python_error, too_deep = _python_verdict(source)
         if too_deep:
             raise FileProblem(python_error)
-    codes = [rule.code for rule in rules]
     if tree is not None and not (may_have_findings_text(source, codes) and may_have_findings(tree, codes)):
         return _FirstLook(False)
     return _FirstLook(True, python_error, tree=tree)
@@ -273,13 +291,13 @@ def check_source(source: Union[str, bytes], path: str = "", selection: Selection
                  tree: Optional[ast.Module] = None) -> List[Finding]:
     """Every finding in one file's source, noqa comments not applied. Raises FileProblem.
     `tree` is Python's syntax tree of the source when the caller has it (flake8 does)."""
-    rules = selection.rules()
-    if not rules:
+    codes = selection.codes()
+    if not codes:
         return []
-    look = _first_look(source, rules, tree)
+    look = _first_look(source, codes, tree)
     if not look.needs_analysis:
         return []
-    return run_with_deep_stack(_check_parsed, source, path, rules, look)
+    return run_with_deep_stack(_check_parsed, source, path, selection.rules(), look)
 
 
 def _check_parsed(source: Union[str, bytes], path: str, rules: Sequence[Rule], look: _FirstLook) -> List[Finding]:
@@ -315,11 +333,11 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
     """Findings left after noqa (and after fixing, when asked); the fixed bytes are not written.
     With describe_fixes, each fixable finding carries its fix as text edits."""
     result = FileResult(path, original=source)
-    rules = selection.rules()
-    if not rules:
+    codes = selection.codes()
+    if not codes:
         return result
     try:
-        look = _first_look(source, rules)
+        look = _first_look(source, codes)
     except FileProblem as problem:
         result.problem = str(problem)
         return result
@@ -327,11 +345,13 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
     if not look.needs_analysis:
         return result
     # Only files that reach libcst need the deep stack (see run_with_deep_stack).
-    return run_with_deep_stack(_lint_parsed, result, source, path, rules, fix, describe_fixes, look)
+    return run_with_deep_stack(_lint_parsed, result, source, path, selection.rules(), fix, describe_fixes, look)
 
 
 def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[Rule], fix: bool, describe_fixes: bool,
                  look: _FirstLook) -> FileResult:
+    from .fixes import FixError, apply_edits, check_compiles, text_edits
+
     try:
         module = _parse_with_libcst(source, look.python_error)
         text = _module_text(module, source)

@@ -4,6 +4,8 @@ and it must skip the files that plainly hold none."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -129,3 +131,19 @@ def test_the_screen_skips_torchs_own_rnn_module_definitions():
     source = (Path(torch.__file__).parent / "nn" / "modules" / "rnn.py").read_text()
     assert screened_out(source)
     assert unscreened_findings(source) == []
+
+
+def test_a_run_that_needs_no_analysis_never_imports_libcst(tmp_path):
+    # Importing libcst costs more than screening hundreds of files: runs that need no analysis skip it.
+    (tmp_path / "data.py").write_text("import torch\n\ndef load_lstm_weights(path):\n    return torch.load(path)\n")
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    program = ("import sys\nfrom dp_rnn_lint.cli import main\nstatus = main(['--no-cache', '.'])\n"
+               "assert 'libcst' not in sys.modules, 'libcst was imported'\nsys.exit(status)\n")
+    result = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_rule_codes_known_without_loading_the_rules_match_the_rules():
+    from dp_rnn_lint import rules
+
+    assert rules.RULE_CODES == tuple(rule.code for rule in rules.ALL_RULES)

@@ -1,30 +1,19 @@
-"""What a file's code means, computed once and shared by every rule."""
+"""What a file's code means, computed once and shared by every rule.
+
+`FileAnalysis` (libcst) is imported on first use: the cheap `screen` must not bring libcst with it.
+"""
 
 from __future__ import annotations
 
-from typing import Dict, Optional
-
-import libcst as cst
-
-from .forward_path import ForwardPath
-from .modules import ModuleClass, ModuleModel
-from .names import NameResolver
+from typing import Any
 
 
-class FileAnalysis:
-    """The parsed module with its names, module classes and forward paths, built lazily."""
+def __getattr__(name: str) -> Any:  # PEP 562
+    if name == "FileAnalysis":
+        from .file_analysis import FileAnalysis
 
-    def __init__(self, module: cst.Module, module_name: Optional[str] = None, is_package: bool = False) -> None:
-        self.module = module
-        self.resolver = NameResolver(module, module_name, is_package)
-        self.model = ModuleModel(module, self.resolver)
-        self._paths: Dict[int, ForwardPath] = {}
-
-    def forward_path(self, cls: ModuleClass) -> ForwardPath:
-        key = id(cls)
-        if key not in self._paths:
-            self._paths[key] = ForwardPath(self.model, cls)
-        return self._paths[key]
+        return FileAnalysis
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["FileAnalysis"]

@@ -13,15 +13,16 @@ import os
 import re
 from collections import Counter
 from pathlib import Path, PurePath
-from typing import Dict, List, Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, TextIO
 from urllib.parse import quote
 
-from .. import __version__
-from ..docs import rule_page
+from .. import __version__, docs, rules
 from ..engine import FileResult
 from ..escaping import printable
 from ..findings import Finding, TextEdit
-from ..rules import ALL_RULES, Rule
+
+if TYPE_CHECKING:
+    from ..rules.base import Rule
 
 TOOL_NAME = "dp-rnn-lint"
 INFORMATION_URI = "https://github.com/dp-rnn-lint/dp-rnn-lint"
@@ -55,7 +56,7 @@ def rule_descriptor(rule: Rule) -> dict:
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": _section(documentation, "What it does") or rule.summary},
-        "help": {"text": documentation, "markdown": rule_page(rule)},
+        "help": {"text": documentation, "markdown": docs.rule_page(rule)},
         "defaultConfiguration": {"level": "error"},
         "properties": {"tags": list(RULE_TAGS)},
     }
@@ -145,7 +146,7 @@ def invocation_object(results: Sequence[FileResult]) -> dict:
 
 
 def sarif_log(results: Sequence[FileResult]) -> dict:
-    rule_index: Dict[str, int] = {rule.code: index for index, rule in enumerate(ALL_RULES)}
+    rule_index: Dict[str, int] = {rule.code: index for index, rule in enumerate(rules.ALL_RULES)}
     findings = [finding for result in results for finding in result.findings]
     return {
         "$schema": SARIF_SCHEMA,
@@ -157,7 +158,7 @@ def sarif_log(results: Sequence[FileResult]) -> dict:
                         "name": TOOL_NAME,
                         "version": __version__,
                         "informationUri": INFORMATION_URI,
-                        "rules": [rule_descriptor(rule) for rule in ALL_RULES],
+                        "rules": [rule_descriptor(rule) for rule in rules.ALL_RULES],
                     }
                 },
                 "invocations": [invocation_object(results)],
