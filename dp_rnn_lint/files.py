@@ -101,6 +101,8 @@ def git_visible_paths(folder: Path) -> Optional[Set[str]]:
         return None
     if listed.returncode != 0:
         return None
+    if not listed.stdout and _git_ignores_folder(folder):
+        return None  # a folder git ignores was named on purpose: it is walked as if git did not know it
     visible: Set[str] = set()
     for name in listed.stdout.split(b"\0"):
         if name:
@@ -111,6 +113,14 @@ def git_visible_paths(folder: Path) -> Optional[Set[str]]:
                 visible.add(parent)
                 parent = os.path.dirname(parent)
     return visible
+
+
+def _git_ignores_folder(folder: Path) -> bool:
+    try:
+        checked = subprocess.run(["git", "-C", str(folder), "check-ignore", "-q", "."], capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return checked.returncode == 0
 
 
 class _Walk:

@@ -103,8 +103,9 @@ def test_files_git_ignores_are_skipped_unless_told_otherwise(project):
     (project / ".gitignore").write_text("generated/\nold_*.py\n")
     assert flagged(run(".", cwd=project)) == ["models/encoder.py DPR002", "models/tagger.py DPR001"]
     assert flagged(run("models", cwd=project)) == ["models/encoder.py DPR002", "models/tagger.py DPR001"]
-    # Named explicitly, an ignored file is linted.
+    # Named explicitly, an ignored file or folder is linted.
     assert flagged(run("generated/tagger_copy.py", cwd=project)) == ["generated/tagger_copy.py DPR001"]
+    assert flagged(run("generated", cwd=project)) == ["generated/tagger_copy.py DPR001"]
     assert len(flagged(run("--no-respect-gitignore", ".", cwd=project))) == 4
     write_pyproject(project, "respect-gitignore = false\n")
     assert len(flagged(run(".", cwd=project))) == 4
