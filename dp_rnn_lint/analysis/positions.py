@@ -15,6 +15,8 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from .screen import callee_name
+
 Span = Tuple[int, int, int, int]  # line, column, end line, end column: 1-based, columns in characters
 
 # Python counts lines as libcst does: \r\n, \r and \n each end one.
@@ -30,7 +32,7 @@ def call_spans(calls: Sequence[cst.Call], tree: ast.AST, text: str) -> Optional[
     )
     if len(ast_calls) != len(calls):
         return None
-    if any(_callee(call.func) != _ast_callee(node.func) for call, node in zip(calls, ast_calls)):
+    if any(_callee(call.func) != callee_name(node.func) for call, node in zip(calls, ast_calls)):
         return None
     lines = _LINE_BREAK.split(text)
 
@@ -53,12 +55,4 @@ def _callee(func: cst.BaseExpression) -> str:
         return func.value
     if isinstance(func, cst.Attribute):
         return func.attr.value
-    return ""
-
-
-def _ast_callee(func: ast.AST) -> str:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
     return ""

@@ -169,12 +169,13 @@ def _mentions_any(node: ast.AST, names: Set[str]) -> bool:
 
 def _has_pad_call_without_total_length(tree: ast.Module, pad_names: Set[str]) -> bool:
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _callee_name(node.func) in pad_names and not _passes_total_length(node):
+        if isinstance(node, ast.Call) and callee_name(node.func) in pad_names and not _passes_total_length(node):
             return True
     return False
 
 
-def _callee_name(func: ast.AST) -> str:
+def callee_name(func: ast.AST) -> str:
+    """`f` for `f(...)` and `obj.f(...)`; "" for anything else called."""
     if isinstance(func, ast.Name):
         return func.id
     if isinstance(func, ast.Attribute):
