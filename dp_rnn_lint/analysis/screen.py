@@ -52,19 +52,31 @@ def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
 
 def _class_may_hold_rnn(cls: ast.ClassDef, rnn_names: Set[str], torch_nn: Set[str]) -> bool:
     """Whether the class may create an RNN (a call of something that mentions an RNN class) or store
-    one in an attribute. The class's own names count (a local `cell = nn.LSTM`, a class attribute,
-    a parameter's default), except its methods' names: `__init__` mentioning an RNN says nothing of
-    another method's `__init__`."""
-    methods = {id(node) for node in cls.body if isinstance(node, _FUNCTIONS)}
-    own = [(name, value) for name, value in _bindings(cls) if id(value) not in methods and value is not cls]
-    names = _closure(own, rnn_names, torch_nn) if own else rnn_names
-    for node in ast.walk(cls):
-        if isinstance(node, ast.Call) and _identifiers(node.func, torch_nn) & names:
+    one in an attribute. Names count where they are visible: each method's own (a local
+    `cell = nn.LSTM`, a parameter's default) in that method, and the class body's (a class attribute,
+    reached as `self.cell`) everywhere in the class."""
+    methods = [node for node in cls.body if isinstance(node, _FUNCTIONS)]
+    others = [node for node in cls.body if not isinstance(node, _FUNCTIONS)]
+    class_level = [binding for node in others for binding in _bindings(node)]
+    if _creates_or_stores(others, _closure(class_level, rnn_names, torch_nn), torch_nn):
+        return True
+    for method in methods:
+        own = [(name, value) for name, value in _bindings(method) if value is not method]
+        if _creates_or_stores([method], _closure(class_level + own, rnn_names, torch_nn), torch_nn):
             return True
-        if (isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
-                and any(isinstance(target, ast.Attribute) for target in getattr(node, "targets", [getattr(node, "target", None)]))
-                and _identifiers(node.value, torch_nn) & names):
-            return True
+    return False
+
+
+def _creates_or_stores(nodes: Iterable[ast.AST], names: Set[str], torch_nn: Set[str]) -> bool:
+    for top in nodes:
+        for node in ast.walk(top):
+            if isinstance(node, ast.Call) and _identifiers(node.func, torch_nn) & names:
+                return True
+            if (isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
+                    and any(isinstance(target, ast.Attribute)
+                            for target in getattr(node, "targets", [getattr(node, "target", None)]))
+                    and _identifiers(node.value, torch_nn) & names):
+                return True
     return False
 
 
