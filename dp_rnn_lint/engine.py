@@ -374,7 +374,7 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
                 check_compiles(new_bytes, path or "<source>")
                 if new_bytes == current:
                     break
-                # compile() has just parsed it: only libcst's own parse is still needed.
+                # compile() has just checked it: libcst parses it for the analysis, Python only to place findings.
                 module, current = _parse_with_libcst(new_bytes, None), new_bytes
                 text = _module_text(module, new_bytes)
                 findings = without_suppressed(_analysed(module, path, rules, _python_verdict(new_bytes)[0], text), text)
@@ -387,9 +387,7 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
         if describe_fixes and exact_layout:
             findings = [replace(f, edits=text_edits(module, f.fix)) if f.fix else f for f in findings]
         result.findings = findings
-    except FileProblem as problem:
-        result.problem = str(problem)
-    except FixError as problem:
+    except (FileProblem, FixError) as problem:
         result.problem = str(problem)
     return result
 
