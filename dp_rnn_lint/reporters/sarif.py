@@ -18,8 +18,8 @@ from urllib.parse import quote
 
 from .. import __version__, docs, rules
 from ..engine import FileResult
-from ..escaping import printable
 from ..findings import Finding, TextEdit
+from .text import located_problem
 
 if TYPE_CHECKING:
     from ..rules.base import Rule
@@ -121,11 +121,9 @@ def result_object(finding: Finding, rule_index: int, fingerprint: str) -> dict:
 
 
 def _notification(path: str, text: str, level: str) -> dict:
-    text = printable(text)
-    separator = ":" if text[:1].isdigit() else ": "  # "2:5: cannot parse" reads as a position, as the CLI writes it
     return {
         "level": level,
-        "message": {"text": f"{printable(path)}{separator}{text}"},
+        "message": {"text": located_problem(path, text)},
         "locations": [{"physicalLocation": {"artifactLocation": {"uri": artifact_uri(path)}}}],
     }
 
