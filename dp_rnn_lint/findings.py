@@ -49,6 +49,11 @@ class Fix:
         if not self.description and self.edits:
             object.__setattr__(self, "description", _describe(self.edits))
 
+    @property
+    def applicability(self) -> str:
+        """"safe" or "unsafe", as ruff labels fixes in its JSON."""
+        return "safe" if self.safe else "unsafe"
+
     def detached(self) -> "Fix":
         """The fix without its syntax-tree edits (kept: safety and description), as it crosses a process
         boundary or goes into the cache."""

@@ -14,7 +14,7 @@ def fix_object(finding: Finding) -> Optional[dict]:
     if finding.fix is None or not finding.edits:
         return None
     return {
-        "applicability": "safe" if finding.fix.safe else "unsafe",
+        "applicability": finding.fix.applicability,
         "message": finding.fix.description,
         "edits": [
             {

@@ -86,7 +86,7 @@ def fix_object(finding: Finding, uri: str) -> Optional[dict]:
     return {
         "description": {"text": description},
         "artifactChanges": [{"artifactLocation": {"uri": uri}, "replacements": [_replacement(e) for e in finding.edits]}],
-        "properties": {"applicability": "safe" if finding.fix.safe else "unsafe"},
+        "properties": {"applicability": finding.fix.applicability},
     }
 
 
