@@ -268,10 +268,12 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
     """The cheap stages before libcst: the word pre-filter, the size limit, readability, Python's parser
     (or the tree flake8 already has) and the ast screen. FileProblem for a file that is not text or
     nests too deeply."""
-    if not may_contain_candidates(source):
+    # flake8 hands over text: encoded once here for the word and size checks.
+    data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
+    if not may_contain_candidates(data):
         check_readable(source)  # not worth parsing, but a binary or undecodable `.py` file gets an error line
         return _FirstLook(False)
-    note = too_large(source)
+    note = too_large(data)
     if note:
         return _FirstLook(False, note=note)
     check_readable(source)
@@ -282,7 +284,7 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
         tree, python_error, too_deep = _python_verdict(source)
         if too_deep:
             raise FileProblem(python_error)
-    if tree is not None and not (may_have_findings_text(source, codes) and may_have_findings(tree, codes)):
+    if tree is not None and not (may_have_findings_text(data, codes) and may_have_findings(tree, codes)):
         return _FirstLook(False)
     return _FirstLook(True, python_error, tree=tree)
 
