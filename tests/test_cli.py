@@ -21,7 +21,7 @@ class Encoder(nn.Module):
         self.lstm = nn.LSTM(8, 16, batch_first=True)
 
     def forward(self, x, lengths):
-        packed = pack_padded_sequence(x, lengths, batch_first=True)
+        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True)
         out, _ = self.lstm(packed)
         out, _ = pad_packed_sequence(out, batch_first=True)
         return out
@@ -243,7 +243,7 @@ def test_missing_path_is_reported_not_raised(project):
 
 def test_fix_leaves_unfixable_findings_and_exits_1(project):
     source = BUGGY.replace(
-        "        packed = pack_padded_sequence(x, lengths, batch_first=True)\n", ""
+        "        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True)\n", ""
     ).replace("def forward(self, x, lengths):", "def forward(self, packed):")
     (project / "model.py").write_text(source)
     result = run("--fix", "model.py", cwd=project)

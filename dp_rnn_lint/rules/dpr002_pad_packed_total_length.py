@@ -27,7 +27,7 @@ class Encoder(nn.Module):
 
     def forward(self, padded, lengths):
         self.lstm.flatten_parameters()
-        packed = pack_padded_sequence(padded, lengths, batch_first=True)
+        packed = pack_padded_sequence(padded, lengths.cpu(), batch_first=True)
         out, _ = self.lstm(packed)
         out, _ = pad_packed_sequence(out, batch_first=True)
         return out
@@ -46,7 +46,7 @@ class Encoder(nn.Module):
 
     def forward(self, padded, lengths):
         self.lstm.flatten_parameters()
-        packed = pack_padded_sequence(padded, lengths, batch_first=True)
+        packed = pack_padded_sequence(padded, lengths.cpu(), batch_first=True)
         out, _ = self.lstm(packed)
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=padded.size(1))
         return out
