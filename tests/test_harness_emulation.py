@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import re
 
 import pytest
 
@@ -13,7 +14,7 @@ from torch.nn.parallel import replicate  # noqa: E402
 from torch.nn.parallel.scatter_gather import gather, scatter_kwargs  # noqa: E402
 
 from dp_rnn_lint.harness import check_data_parallel  # noqa: E402
-from dp_rnn_lint.harness.emulation import cpu_communication  # noqa: E402
+from dp_rnn_lint.harness.emulation import ReplicaDeviceTensor, cpu_communication, mark_replica_devices  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -272,3 +273,119 @@ def test_stand_ins_agree_with_torchs_cuda_comm():
     with pytest.raises(RuntimeError) as our_error:
         check_gather_sizes(parts, 0)
     assert str(our_error.value) in str(real_error.value)
+
+
+# -- tensors that DataParallel moves to the replica's GPU ------------------------------------------
+LENGTHS_ON_GPU = r"^replica \d+ raised RuntimeError.*'lengths' argument should be a 1D CPU int64 tensor, but got 1D cuda:\d Long tensor"
+
+
+class PackedTagger(nn.Module):
+    """A batch-first LSTM over packed sequences; `prepare` is what forward does to the lengths first."""
+
+    def __init__(self, prepare=lambda lengths: lengths):
+        super().__init__()
+        self.prepare = prepare
+        self.embedding = nn.Embedding(10, 3)
+        self.rnn = nn.LSTM(3, 4, batch_first=True)
+
+    def forward(self, tokens, lengths):
+        self.rnn.flatten_parameters()
+        packed = nn.utils.rnn.pack_padded_sequence(
+            self.embedding(tokens), self.prepare(lengths), batch_first=True, enforce_sorted=False
+        )
+        output, _ = self.rnn(packed)
+        padded, _ = nn.utils.rnn.pad_packed_sequence(output, batch_first=True, total_length=tokens.size(1))
+        return padded
+
+
+def tagger_inputs():
+    torch.manual_seed(0)
+    return torch.randint(1, 10, (5, 6)), torch.tensor([6, 2, 4, 3, 5])
+
+
+def test_lengths_passed_straight_to_pack_padded_sequence_fail_as_on_gpus():
+    [problem] = check_data_parallel(PackedTagger().eval(), *tagger_inputs()).problems
+    assert re.match(LENGTHS_ON_GPU, problem), problem
+    assert "pass lengths.cpu() to pack_padded_sequence" in problem
+    assert " at rnn.py:" in problem  # where torch raises, not the emulation's own frame
+
+
+@pytest.mark.parametrize(
+    "prepare",
+    [lambda lengths: lengths.cpu(), lambda lengths: lengths.to("cpu"), lambda lengths: lengths.tolist()],
+    ids=["cpu", "to-cpu", "tolist"],
+)
+def test_lengths_brought_to_the_cpu_pass_and_match_one_device(prepare):
+    model, (tokens, lengths) = PackedTagger(prepare).eval(), tagger_inputs()
+    report = check_data_parallel(model, tokens, lengths)
+    assert report.ok, report.problems
+    assert torch.allclose(report.output, model(tokens, lengths))
+
+
+class MaskedTagger(PackedTagger):
+    def forward(self, tokens, mask):
+        return super().forward(tokens, mask.sum(1))
+
+
+@pytest.mark.parametrize("to_cpu, ok", [(False, False), (True, True)])
+def test_lengths_computed_from_a_mask_keep_the_replicas_device(to_cpu, ok):
+    tokens, lengths = tagger_inputs()
+    mask = torch.arange(tokens.size(1)) < lengths[:, None]
+    report = check_data_parallel(MaskedTagger(lambda lengths: lengths.cpu() if to_cpu else lengths).eval(), tokens, mask)
+    assert report.ok == ok, report.problems
+    if not ok:
+        assert re.match(LENGTHS_ON_GPU, report.problems[0]), report.problems
+
+
+def test_lengths_as_a_python_list_reach_every_replica_whole():
+    tokens, lengths = tagger_inputs()
+    report = check_data_parallel(PackedTagger().eval(), tokens, lengths.tolist())
+    assert not report.ok
+    assert any(re.match(r"^replica \d+ raised", p) for p in report.problems), report.problems
+
+
+def test_gathered_output_is_a_plain_tensor_after_integer_inputs():
+    report = check_data_parallel(PackedTagger(lambda lengths: lengths.cpu()).eval(), *tagger_inputs())
+    assert report.ok, report.problems
+    assert type(report.output) is torch.Tensor
+
+
+def test_one_replica_marks_nothing(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # one CUDA device would run the real thing
+    report = check_data_parallel(PackedTagger().eval(), *tagger_inputs(), replicas=1)
+    assert report.ok, report.problems
+    assert type(report.output) is torch.Tensor
+
+
+def test_scatter_marks_integer_and_bool_tensors_in_every_container_but_not_floats():
+    Pair = collections.namedtuple("Pair", "ids mask")
+    structure = ({"ids": torch.arange(4)}, [torch.ones(4, dtype=torch.bool)], Pair(torch.arange(4), torch.zeros(4)))
+    with cpu_communication():
+        inputs, kwargs = mark_replica_devices(*scatter_kwargs(structure, {"lengths": torch.arange(4)}, [0, 1]))
+    for index, (mapping, listed, pair) in enumerate(inputs):
+        marked = [mapping["ids"], listed[0], pair.ids, kwargs[index]["lengths"]]
+        assert all(isinstance(t, ReplicaDeviceTensor) and t.replica_device == f"cuda:{index}" for t in marked)
+        assert isinstance(pair, Pair) and type(pair.mask) is torch.Tensor
+
+
+def test_the_mark_follows_torch_operations_until_the_tensor_reaches_the_cpu():
+    lengths = torch.tensor([3, 1, 2]).as_subclass(ReplicaDeviceTensor)
+    lengths.replica_device = "cuda:1"
+    for derived in (lengths.long(), lengths.sort()[0], (lengths > 1).sum(0), lengths.to(torch.int32), lengths + 1):
+        assert isinstance(derived, ReplicaDeviceTensor) and derived.replica_device == "cuda:1"
+    for on_cpu in (lengths.cpu(), lengths.to("cpu"), lengths.to(device="cpu"), lengths.to(torch.device("cpu")),
+                   lengths.to(torch.zeros(3))):
+        assert type(on_cpu) is torch.Tensor
+    assert lengths.device.type == "cpu"  # tensors made on `x.device` in user code still work
+
+
+def test_marked_lengths_are_refused_with_torchs_wording():
+    lengths = torch.tensor([[3, 1, 2]])
+    with pytest.raises(RuntimeError) as real:
+        torch.nn.utils.rnn.pack_padded_sequence(torch.zeros(3, 3, 2), lengths, batch_first=True)
+    marked = lengths[0].as_subclass(ReplicaDeviceTensor)
+    marked.replica_device = "cuda:0"
+    with pytest.raises(RuntimeError) as emulated:
+        torch.nn.utils.rnn.pack_padded_sequence(torch.zeros(3, 3, 2), marked, batch_first=True, enforce_sorted=False)
+    assert str(real.value) == "'lengths' argument should be a 1D CPU int64 tensor, but got 2D cpu Long tensor"
+    assert str(emulated.value) == "'lengths' argument should be a 1D CPU int64 tensor, but got 1D cuda:0 Long tensor"

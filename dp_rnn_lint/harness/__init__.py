@@ -10,7 +10,9 @@ DataParallel on the CPU step by step (see `emulation.py`). Either way the report
 - RNN submodules that ran on a replica before `flatten_parameters()` was called on that replica
   (on GPUs: the "not part of single contiguous chunk of memory" warning);
 - outputs the replicas cannot be gathered into ("Gather got an input of invalid size");
-- exceptions raised by a replica;
+- exceptions raised by a replica, among them pack_padded_sequence refusing lengths that DataParallel
+  moved to the replica's GPU ("'lengths' argument should be a 1D CPU int64 tensor"; the emulation
+  marks scattered integer and bool tensors as living on their replica's GPU to catch it);
 - for a module in eval mode, a gathered output that differs from the single-device output.
 """
 
@@ -30,7 +32,17 @@ from torch.nn.parallel.scatter_gather import gather, scatter_kwargs
 
 import traceback
 
-from .emulation import ReplicaError, check_gather_sizes, cpu_communication, cpu_parallel_apply
+from . import emulation
+from .emulation import (
+    LENGTHS_NOT_ON_CPU,
+    ReplicaError,
+    check_gather_sizes,
+    cpu_communication,
+    cpu_parallel_apply,
+    map_tensors,
+    mark_replica_devices,
+    plain_tensors,
+)
 
 NON_CONTIGUOUS_WARNING = "RNN module weights are not part of single contiguous chunk of memory"
 
@@ -98,6 +110,7 @@ def _emulate(module: nn.Module, inputs: Tuple[Any, ...], kwargs: Dict[str, Any],
             return report
         if not scattered and not scattered_kwargs:
             scattered, scattered_kwargs = ((),), ({},)
+        scattered, scattered_kwargs = mark_replica_devices(scattered, scattered_kwargs)
         copies = replicate(module, device_ids[: len(scattered)], not torch.is_grad_enabled())
         report.replicas = len(copies)
         watch = _FlattenWatch(copies)
@@ -108,7 +121,7 @@ def _emulate(module: nn.Module, inputs: Tuple[Any, ...], kwargs: Dict[str, Any],
             report.problems.append(_replica_failure(failure))
             return report
         report.problems.extend(watch.problems())
-        report.output = _gathered(outputs, report)
+        report.output = _gathered(plain_tensors(outputs), report)
     _compare(module, reference, report)
     return report
 
@@ -251,7 +264,7 @@ def _gpu_failure(parallel: nn.DataParallel, inputs, kwargs, error: Exception) ->
         except Exception:
             mismatch = None
         return _gather_problem(mismatch, error)
-    return f"DataParallel raised {type(error).__name__}: {_first_line(error)}"
+    return f"DataParallel raised {type(error).__name__}: {_first_line(error)}{_lengths_hint(error)}"
 
 
 def _replicas_used(inputs, kwargs, replicas: int) -> int:
@@ -262,17 +275,7 @@ def _replicas_used(inputs, kwargs, replicas: int) -> int:
 
 
 def _to_cuda(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.cuda()
-    if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuples, PackedSequence included
-        return type(value)(*(_to_cuda(v) for v in value))
-    if isinstance(value, tuple):
-        return tuple(_to_cuda(v) for v in value)
-    if isinstance(value, list):
-        return [_to_cuda(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _to_cuda(v) for k, v in value.items()}
-    return value
+    return map_tensors(value, lambda tensor: tensor.cuda())
 
 
 # -- comparing with one device ---------------------------------------------------------------------
@@ -336,14 +339,24 @@ def _first_difference(expected: Any, actual: Any, path: str) -> Optional[str]:
 def _replica_failure(failure: ReplicaError) -> str:
     error = failure.error
     frames = traceback.extract_tb(error.__traceback__)
+    for position, frame in enumerate(frames):
+        if frame.filename == emulation.__file__ and frame.name == "__torch_function__":
+            del frames[position:]  # a marked tensor's dispatch: point where torch itself would have raised
+            break
     where = f" at {frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else ""
-    hint = ""
+    hint = _lengths_hint(error)
     if isinstance(error, StopIteration):
         hint = " (replicas have no registered parameters: next(self.parameters()) fails on them)"
     return (
         f"replica {failure.index} raised {type(error).__name__}{where}: {_first_line(error) if str(error) else '(no message)'}"
         f"{hint}"
     )
+
+
+def _lengths_hint(error: BaseException) -> str:
+    if not re.search(re.escape(LENGTHS_NOT_ON_CPU) + r", but got \d+D cuda", str(error)):
+        return ""
+    return " (DataParallel moved the lengths to the replica's GPU; pass lengths.cpu() to pack_padded_sequence)"
 
 
 def _first_line(value: Any) -> str:

@@ -13,15 +13,26 @@ CUDA tensors:
   each target device (and would fail for replicas beyond the devices present);
 - `parallel_apply`, which needs accelerator streams: re-implemented to run the replicas one after
   another with the same argument handling and the same "in replica i" error wrapping.
+
+Emulated, because on GPUs the scatter puts every tensor argument on the replica's device:
+
+- scattered tensors that are not floating point or complex (lengths, masks, token ids) become
+  `ReplicaDeviceTensor`s that remember their replica's device, `cuda:<replica index>`. The mark
+  follows them through torch operations and is dropped by `.cpu()` or `.to(...)` to the CPU; torch's
+  packing kernel refuses marked lengths as it refuses CUDA lengths ("'lengths' argument should be a
+  1D CPU int64 tensor"). Float tensors stay plain, and no tensor's `.device` is changed, so tensors
+  user code creates on `x.device` still live on the CPU. The replicas' outputs are unwrapped again
+  (`plain_tensors`) before they are gathered.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
+from torch import _VF
 from torch.autograd import Function
 from torch.nn.parallel import _functions, comm, scatter_gather
 
@@ -181,3 +192,148 @@ def cpu_parallel_apply(
         except Exception as error:
             raise ReplicaError(index, error) from error
     return results
+
+
+# torch's wording in aten/src/ATen/native/PackedSequence.cpp, which pack_padded_sequence reaches.
+LENGTHS_NOT_ON_CPU = "'lengths' argument should be a 1D CPU int64 tensor"
+
+
+class ReplicaDeviceTensor(torch.Tensor):
+    """An integer or bool tensor that DataParallel's scatter would have put on a replica's GPU.
+
+    Results of torch operations on it stay marked (torch's default `__torch_function__` keeps the
+    subclass), except conversions to the CPU, which return a plain tensor.
+    """
+
+    replica_device = "cuda"  # set on every instance to cuda:<replica index>
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is _VF._pack_padded_sequence:
+            lengths = args[1] if len(args) > 1 else kwargs.get("lengths")
+            if isinstance(lengths, ReplicaDeviceTensor):
+                raise _lengths_on_gpu_error(lengths)
+        result = super().__torch_function__(func, types, args, kwargs)
+        if _lands_on_cpu(func, args, kwargs):
+            return plain_tensors(result)
+        _set_replica_device(result, _first_replica_device((args, kwargs)))
+        return result
+
+
+def _lengths_on_gpu_error(lengths: ReplicaDeviceTensor) -> RuntimeError:
+    # What the kernel says on a GPU, e.g. "... but got 1D cuda:0 Long tensor".
+    return RuntimeError(
+        f"{LENGTHS_NOT_ON_CPU}, but got {lengths.dim()}D {lengths.replica_device} "
+        f"{_scalar_type_name(lengths.dtype)} tensor"
+    )
+
+
+def _scalar_type_name(dtype: torch.dtype) -> str:
+    """c10's name for a dtype ("Long" for torch.int64), as torch's error messages print it."""
+    try:
+        legacy_name = torch.empty(0, dtype=dtype).type()  # "torch.LongTensor"
+    except Exception:  # dtypes without a legacy tensor type
+        return str(dtype)
+    return legacy_name.rsplit(".", 1)[-1].removesuffix("Tensor")
+
+
+def _lands_on_cpu(func: Callable, args: Sequence[Any], kwargs: Dict[str, Any]) -> bool:
+    """Whether a call puts its result on the CPU: `.cpu()`, `.to(...)` or a `device=` naming the CPU."""
+    if func is torch.Tensor.cpu:
+        return True
+    target = kwargs.get("device")
+    if func is torch.Tensor.to and target is None and len(args) > 1:
+        first = args[1]
+        if isinstance(first, torch.Tensor):
+            # `.to(other)` follows other's device; a plain tensor is on the CPU as far as the emulation knows.
+            return not isinstance(first, ReplicaDeviceTensor)
+        if isinstance(first, (str, torch.device)):
+            target = first
+    if target is None or isinstance(target, int):  # an int names a CUDA device
+        return False
+    try:
+        return torch.device(target).type == "cpu"
+    except (RuntimeError, TypeError):
+        return False
+
+
+def _first_replica_device(value: Any) -> Optional[str]:
+    if isinstance(value, ReplicaDeviceTensor):
+        return value.replica_device
+    if isinstance(value, (tuple, list)):
+        items = value
+    elif isinstance(value, dict):
+        items = value.values()
+    else:
+        return None
+    for item in items:
+        found = _first_replica_device(item)
+        if found:
+            return found
+    return None
+
+
+def _set_replica_device(result: Any, device: Optional[str]) -> None:
+    if device is None:
+        return
+    if isinstance(result, ReplicaDeviceTensor):
+        result.replica_device = device
+    elif isinstance(result, (tuple, list)):  # sort() and friends return several tensors
+        for item in result:
+            _set_replica_device(item, device)
+
+
+def map_tensors(value: Any, convert: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    """`value` with every tensor nested in tuples, lists and dicts converted; the same object when none changed."""
+    if isinstance(value, torch.Tensor):
+        return convert(value)
+    if isinstance(value, (tuple, list)):
+        items = [map_tensors(item, convert) for item in value]
+        if all(new is old for new, old in zip(items, value)):
+            return value
+        if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuples, PackedSequence included
+            return type(value)(*items)
+        return type(value)(items)
+    if isinstance(value, dict):
+        mapped = {key: map_tensors(item, convert) for key, item in value.items()}
+        if all(mapped[key] is value[key] for key in value):
+            return value
+        return type(value)(mapped)
+    return value
+
+
+def _plain(tensor: torch.Tensor) -> torch.Tensor:
+    if not isinstance(tensor, ReplicaDeviceTensor):
+        return tensor
+    # Without this, torch's __torch_function__ would turn the result of as_subclass back into the subclass.
+    with torch._C.DisableTorchFunctionSubclass():
+        return tensor.as_subclass(torch.Tensor)
+
+
+def plain_tensors(value: Any) -> Any:
+    """`value` with every ReplicaDeviceTensor inside it back to a plain torch.Tensor (same storage and graph)."""
+    return map_tensors(value, _plain)
+
+
+def _marked_for(replica_index: int) -> Callable[[torch.Tensor], torch.Tensor]:
+    device = f"cuda:{replica_index}"
+
+    def mark(tensor: torch.Tensor) -> torch.Tensor:
+        if tensor.is_floating_point() or tensor.is_complex():
+            return tensor  # the RNN path stays plain and fast
+        marked = tensor.as_subclass(ReplicaDeviceTensor)
+        marked.replica_device = device
+        return marked
+
+    return mark
+
+
+def mark_replica_devices(
+    scattered: Sequence[Any], scattered_kwargs: Sequence[Dict[str, Any]]
+) -> Tuple[Tuple[Any, ...], Tuple[Dict[str, Any], ...]]:
+    """scatter_kwargs' result with each replica's integer and bool tensors marked as living on its GPU."""
+    return (
+        tuple(map_tensors(inputs, _marked_for(index)) for index, inputs in enumerate(scattered)),
+        tuple(map_tensors(kwargs, _marked_for(index)) for index, kwargs in enumerate(scattered_kwargs)),
+    )
