@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import __version__
+from .analysis.project import FileContext
 from .engine import FileResult, Selection
 from .findings import Finding, Fix
 
@@ -33,9 +34,10 @@ class ResultCache:
         self._usable = True
 
     @staticmethod
-    def key(path: str, source: bytes, selection: Selection) -> str:
+    def key(path: str, source: bytes, selection: Selection, context: FileContext = FileContext()) -> str:
+        # The context (which classes are wrapped, and where) changes findings without changing the file.
         digest = hashlib.sha256()
-        for part in (__version__, path, repr(selection)):
+        for part in (__version__, path, repr(selection), repr(context)):
             digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(source)
         return digest.hexdigest()
@@ -83,15 +85,22 @@ class ResultCache:
     def _prepare(self) -> bool:
         if self._ready:
             return True
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            top = self.folder.parent
-            # As ruff does for its cache: git ignores the folder, and backup tools know it is a cache.
-            for name, text in ((".gitignore", "*\n"), ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n")):
-                if not (top / name).exists():
-                    (top / name).write_text(text)
-        except OSError:
+        if not prepare_folder(self.folder):
             self._usable = False
             return False
         self._ready = True
         return True
+
+
+def prepare_folder(versioned: Path) -> bool:
+    """Create a cache's version folder; False when it cannot be written."""
+    try:
+        versioned.mkdir(parents=True, exist_ok=True)
+        top = versioned.parent
+        # As ruff does for its cache: git ignores the folder, and backup tools know it is a cache.
+        for name, text in ((".gitignore", "*\n"), ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n")):
+            if not (top / name).exists():
+                (top / name).write_text(text)
+    except OSError:
+        return False
+    return True

@@ -21,6 +21,7 @@ from .engine import FileResult, lint_source
 from .runner import Options, Task, default_jobs, lint_files
 from .engine import decode as decode_source
 from .files import FileProblem, discover, excluded_path
+from .analysis.project import FileContext, build_index, index_cache_file
 from .reporters import FORMATS_WITH_EDITS, REPORTERS, printable
 from .reporters.text import located_problem, report_text
 from . import docs, rules
@@ -90,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="skip files git ignores when walking folders (default: on)")
     parser.add_argument("--force-exclude", action=argparse.BooleanOptionalAction, default=None,
                         help="apply the exclusions to files named on the command line too (as pre-commit names them)")
+    parser.add_argument("--scope", choices=("any", "wrapped"), default=None,
+                        help="any: check every nn.Module class (default); wrapped: only the classes the project "
+                        "index finds DataParallel running (wrapped classes, their submodules and bases)")
     parser.add_argument("--config", metavar="PATH",
                         help="read settings from this TOML file (a pyproject.toml's [tool.dp-rnn-lint] table, or "
                         "top-level keys of any other file) instead of looking for pyproject.toml")
@@ -230,6 +234,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     describe_fixes = args.format in FORMATS_WITH_EDITS and not args.statistics
 
     results: List[FileResult] = []
+    index = None
     if "-" in args.paths:
         # For editors: `dp-rnn-lint - --stdin-filename model.py`.
         if args.paths != ["-"]:
@@ -239,14 +244,27 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         if settings.force_exclude and excluded_path(stdin_name, settings.exclusions, settings.root):
             results.append(FileResult(stdin_name, original=stdin_source))  # excluded: passed through untouched
         else:
-            results.append(lint_source(stdin_source, stdin_name, settings.selection_for(stdin_name), fix=fix,
-                                       describe_fixes=describe_fixes))
+            selection = settings.selection_for(stdin_name)
+            context = None
+            if _needs_index([(selection, settings)]):
+                index = build_index([stdin_name], sources={stdin_name: stdin_source})
+                context = index.context_for(stdin_name, settings.scope)
+            results.append(lint_source(stdin_source, stdin_name, selection, fix=fix, describe_fixes=describe_fixes,
+                                       context=context))
     else:
-        tasks = [Task(path, settings.selection_for(path), problem)
+        found = [(path, problem, settings.selection_for(path), settings)
                  for given, settings in settings_per_path for path, problem in _files(given, settings)]
-        cache = None if args.no_cache else ResultCache(Path(args.cache_dir) if args.cache_dir else default_cache_dir())
+        cache_dir = None if args.no_cache else (Path(args.cache_dir) if args.cache_dir else default_cache_dir())
+        if _needs_index([(selection, settings) for _, _, selection, settings in found]):
+            # The whole run's files form the project: a class in one file may be wrapped in another.
+            index = build_index([path for path, problem, _, _ in found if problem is None],
+                                cache_file=index_cache_file(cache_dir, os.getcwd()))
+        tasks = [Task(path, selection, problem, index.context_for(path, settings.scope) if index else FileContext())
+                 for path, problem, selection, settings in found]
+        cache = None if cache_dir is None else ResultCache(cache_dir)
         results = lint_files(tasks, Options(fix=fix, write=write, describe_fixes=describe_fixes),
                              jobs=args.jobs or default_jobs(), cache=cache)
+    unresolved = _unresolved_in_wrapped_scope(index, settings_per_path)
 
     problems = [r for r in results if r.problem is not None]
     for result in problems:
@@ -269,9 +287,10 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stdout.buffer.write(result.fixed if result.fixed is not None else stdin_source)
         sys.stdout.flush()
         report_text(results, err)
+        _print_unresolved(unresolved, err)
         return _exit_status(args, results)
 
-    return _report(args, results, out)
+    return _report(args, results, out, unresolved)
 
 
 def _overrides(args: argparse.Namespace) -> dict:
@@ -279,8 +298,31 @@ def _overrides(args: argparse.Namespace) -> dict:
     return {
         "select": args.select, "ignore": args.ignore, "per_file_ignores": args.per_file_ignores,
         "exclude": args.exclude, "extend_exclude": args.extend_exclude, "respect_gitignore": args.respect_gitignore,
-        "force_exclude": args.force_exclude,
+        "force_exclude": args.force_exclude, "scope": args.scope,
     }
+
+
+def _needs_index(selections) -> bool:
+    """The project index costs a read of every file: only when a rule or the scope needs it."""
+    return any(settings.scope == "wrapped" or "DPR004" in selection.codes() for selection, settings in selections)
+
+
+def _unresolved_in_wrapped_scope(index, settings_per_path) -> list:
+    if index is None or not any(settings.scope == "wrapped" for _, settings in settings_per_path):
+        return []
+    return index.unresolved
+
+
+def _print_unresolved(unresolved, out: TextIO) -> None:
+    """Why wrapped scope checked every class: the wraps whose target the index could not tell."""
+    if not unresolved:
+        return
+    count = len(unresolved)
+    out.write(f"Scope wrapped: every module class was checked, because {count} DataParallel "
+              f"wrap{'s' if count != 1 else ''} could not be resolved:\n")
+    for item in unresolved:
+        site = item.site
+        out.write(f"  {printable(site.path)}:{site.line}:{site.col}: {printable(site.text)} ({printable(item.reason)})\n")
 
 
 def _files(given: str, settings: Settings):
@@ -288,7 +330,7 @@ def _files(given: str, settings: Settings):
                     respect_gitignore=settings.respect_gitignore, force_exclude=settings.force_exclude)
 
 
-def _report(args: argparse.Namespace, results: List[FileResult], out: TextIO) -> int:
+def _report(args: argparse.Namespace, results: List[FileResult], out: TextIO, unresolved: list) -> int:
     remaining = sum(len(r.findings) for r in results)
     if args.show_fixes and args.fix:
         # Programs read stdout for the other formats, so the list goes to stderr there.
@@ -299,6 +341,9 @@ def _report(args: argparse.Namespace, results: List[FileResult], out: TextIO) ->
         REPORTERS[args.format](results, out)
     if args.format in HUMAN_FORMATS and not args.quiet:
         out.write(_summary(results, remaining, args.fix) + "\n")
+        _print_unresolved(unresolved, out)
+    elif args.format not in HUMAN_FORMATS:
+        _print_unresolved(unresolved, sys.stderr)  # stdout is for programs
     return _exit_status(args, results)
 
 

@@ -24,7 +24,10 @@ else:  # pragma: no cover - exercised on older Pythons only
     import tomli as tomllib
 
 TABLE = "dp-rnn-lint"
-KNOWN_KEYS = ("select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "respect-gitignore", "force-exclude")
+KNOWN_KEYS = ("select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "respect-gitignore", "force-exclude",
+              "scope")
+# "any": every module class is checked; "wrapped": only those the project index finds DataParallel running.
+SCOPES = ("any", "wrapped")
 
 
 class ConfigError(Exception):
@@ -45,6 +48,7 @@ class Settings:
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     respect_gitignore: bool = True
     force_exclude: bool = False  # exclusions apply to files named explicitly too (pre-commit names them all)
+    scope: str = "any"
     root: Path = field(default_factory=Path.cwd)  # the folder patterns are relative to
     source: Optional[Path] = None  # the configuration file, when there is one
 
@@ -100,6 +104,12 @@ def boolean(value: Any, where: str) -> bool:
     return value
 
 
+def scope_name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or value.strip().lower() not in SCOPES:
+        raise ConfigError(_at(where, f"expected one of {', '.join(repr(s) for s in SCOPES)}, got {value!r}"))
+    return value.strip().lower()
+
+
 _READERS = {
     "select": ("select", code_list),
     "ignore": ("ignore", code_list),
@@ -108,6 +118,7 @@ _READERS = {
     "per-file-ignores": ("per_file_ignores", per_file_ignores),
     "respect-gitignore": ("respect_gitignore", boolean),
     "force-exclude": ("force_exclude", boolean),
+    "scope": ("scope", scope_name),
 }
 
 

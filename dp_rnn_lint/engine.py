@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple, Union
 
+from .analysis.project import WRAP_WORDS, FileContext
 from .analysis.screen import may_have_findings, may_have_findings_text
 from .escaping import printable
 from .files import FileProblem, module_name_for, read_source, write_atomically
@@ -154,11 +155,12 @@ def _parse_with_libcst(source: Union[str, bytes], python_error: Optional[str]) -
         raise FileProblem("cannot parse: nested too deeply") from error
 
 
-def _violations(module: cst.Module, path: str, rules: Sequence[Rule]) -> Tuple[List[Violation], FileAnalysis]:
+def _violations(module: cst.Module, path: str, rules: Sequence[Rule],
+                context: FileContext) -> Tuple[List[Violation], FileAnalysis]:
     from .analysis import FileAnalysis
 
     module_name, is_package = module_name_for(path) if path else (None, False)
-    analysis = FileAnalysis(module, module_name, is_package)
+    analysis = FileAnalysis(module, module_name, is_package, context)
     found: List[Violation] = []
     for rule in rules:
         found.extend(rule.check(analysis))
@@ -193,11 +195,12 @@ def _locate(module: cst.Module, path: str, violations: Sequence[Violation], call
     return findings
 
 
-def _analysed(module: cst.Module, path: str, rules: Sequence[Rule], tree: Optional[ast.Module], text: str) -> List[Finding]:
+def _analysed(module: cst.Module, path: str, rules: Sequence[Rule], tree: Optional[ast.Module], text: str,
+              context: FileContext) -> List[Finding]:
     """Located findings; an unexpected failure of the analysis becomes a per-file problem, not a crash.
     `tree` is Python's tree of `text`, the module's code, when there is one (it places the findings)."""
     try:
-        violations, analysis = _violations(module, path, rules)
+        violations, analysis = _violations(module, path, rules, context)
         return _locate(module, path, violations, analysis.resolver.calls, tree, text)
     except RecursionError as error:
         raise FileProblem("cannot analyse: nested too deeply") from error
@@ -264,6 +267,26 @@ class _FirstLook:
     tree: Optional[ast.Module] = None  # Python's tree, which places the findings
 
 
+def own_context(source: Union[str, bytes], path: str) -> FileContext:
+    """What the project index says of a file that is linted alone: its own wraps only."""
+    data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
+    if not any(word in data for word in WRAP_WORDS):
+        return FileContext()
+    from .analysis.project import build_index
+
+    name = path or "<source>"
+    return build_index([name], sources={name: data}).context_for(name, "any")
+
+
+def screened_codes(codes: Sequence[str], context: FileContext) -> List[str]:
+    """The codes that can find anything in a file the project index says this of: none in wrapped scope
+    when no class of the file is wrapped (and every wrap was resolved); DPR004 only where a class is a
+    wrap target itself."""
+    if context.scope == "wrapped" and not context.wrapped and not context.unresolved:
+        return []
+    return [code for code in codes if code != "DPR004" or context.direct]
+
+
 def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[ast.Module] = None) -> _FirstLook:
     """The cheap stages before libcst: the word pre-filter, the size limit, readability, Python's parser
     (or the tree flake8 already has) and the ast screen. FileProblem for a file that is not text or
@@ -290,21 +313,25 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
 
 
 def check_source(source: Union[str, bytes], path: str = "", selection: Selection = Selection(),
-                 tree: Optional[ast.Module] = None) -> List[Finding]:
+                 tree: Optional[ast.Module] = None, context: Optional[FileContext] = None) -> List[Finding]:
     """Every finding in one file's source, noqa comments not applied. Raises FileProblem.
-    `tree` is Python's syntax tree of the source when the caller has it (flake8 does)."""
-    codes = selection.codes()
+    `tree` is Python's syntax tree of the source when the caller has it (flake8 does); `context` is
+    what the project index says about the file (default: the file is its own project)."""
+    context = context if context is not None else own_context(source, path)
+    codes = screened_codes(selection.codes(), context)
     if not codes:
         return []
     look = _first_look(source, codes, tree)
     if not look.needs_analysis:
         return []
-    return run_with_deep_stack(_check_parsed, source, path, selection.rules(), look)
+    rules = [rule for rule in selection.rules() if rule.code in codes]
+    return run_with_deep_stack(_check_parsed, source, path, rules, look, context)
 
 
-def _check_parsed(source: Union[str, bytes], path: str, rules: Sequence[Rule], look: _FirstLook) -> List[Finding]:
+def _check_parsed(source: Union[str, bytes], path: str, rules: Sequence[Rule], look: _FirstLook,
+                  context: FileContext) -> List[Finding]:
     module = _parse_with_libcst(source, look.python_error)
-    return _analysed(module, path, rules, look.tree, _module_text(module, source))
+    return _analysed(module, path, rules, look.tree, _module_text(module, source), context)
 
 
 def without_suppressed(findings: Iterable[Finding], text: str) -> List[Finding]:
@@ -331,33 +358,42 @@ class FileResult:
 
 
 def lint_source(source: bytes, path: str, selection: Selection = Selection(), fix: bool = False,
-                describe_fixes: bool = False) -> FileResult:
+                describe_fixes: bool = False, context: Optional[FileContext] = None) -> FileResult:
     """Findings left after noqa (and after fixing, when asked); the fixed bytes are not written.
-    With describe_fixes, each fixable finding carries its fix as text edits."""
+    With describe_fixes, each fixable finding carries its fix as text edits. `context` is what the
+    project index says about the file (default: the file is its own project)."""
     result = FileResult(path, original=source)
-    codes = selection.codes()
-    if not codes:
+    context = context if context is not None else own_context(source, path)
+    all_codes = selection.codes()
+    codes = screened_codes(all_codes, context)
+    if not all_codes:
         return result
     try:
-        look = _first_look(source, codes)
+        # With no code left for this file, still the cheap stages: a file that cannot be read or parsed
+        # gets its error line whatever the scope.
+        look = _first_look(source, codes or all_codes)
     except FileProblem as problem:
         result.problem = str(problem)
         return result
     result.note = look.note
+    if not codes:
+        result.problem = look.python_error  # Python's word on syntax, as libcst is not asked
+        return result
     if not look.needs_analysis:
         return result
     # Only files that reach libcst need the deep stack (see run_with_deep_stack).
-    return run_with_deep_stack(_lint_parsed, result, source, path, selection.rules(), fix, describe_fixes, look)
+    rules = [rule for rule in selection.rules() if rule.code in codes]
+    return run_with_deep_stack(_lint_parsed, result, source, path, rules, fix, describe_fixes, look, context)
 
 
 def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[Rule], fix: bool, describe_fixes: bool,
-                 look: _FirstLook) -> FileResult:
+                 look: _FirstLook, context: FileContext) -> FileResult:
     from .fixes import FixError, apply_edits, check_compiles, text_edits
 
     try:
         module = _parse_with_libcst(source, look.python_error)
         text = _module_text(module, source)
-        findings = without_suppressed(_analysed(module, path, rules, look.tree, text), text)
+        findings = without_suppressed(_analysed(module, path, rules, look.tree, text, context), text)
         # Regenerating the code costs a pass over the tree, so it is checked only where a fix matters.
         exact_layout = not any(f.fixable for f in findings) or module.bytes == source
         if fix and not exact_layout:
@@ -379,7 +415,8 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
                 # compile() has just checked it: libcst parses it for the analysis, Python only to place findings.
                 module, current = _parse_with_libcst(new_bytes, None), new_bytes
                 text = _module_text(module, new_bytes)
-                findings = without_suppressed(_analysed(module, path, rules, _python_verdict(new_bytes)[0], text), text)
+                findings = without_suppressed(_analysed(module, path, rules, _python_verdict(new_bytes)[0], text, context),
+                                              text)
                 fixable_after = Counter(f.code for f in findings if f.fixable)
                 result.fixed_codes += fixable_before - fixable_after
                 if sum(fixable_after.values()) >= sum(fixable_before.values()):
@@ -395,14 +432,15 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
 
 
 def lint_path(path: str, selection: Selection = Selection(), fix: bool = False, write: bool = False,
-              describe_fixes: bool = False, source: Optional[bytes] = None) -> FileResult:
+              describe_fixes: bool = False, source: Optional[bytes] = None,
+              context: Optional[FileContext] = None) -> FileResult:
     """Lint (and fix) one file; `source` is its content when the caller has already read it."""
     if source is None:
         try:
             source = read_source(path)
         except FileProblem as problem:
             return FileResult(path, problem=str(problem))
-    result = lint_source(source, path, selection, fix=fix, describe_fixes=describe_fixes)
+    result = lint_source(source, path, selection, fix=fix, describe_fixes=describe_fixes, context=context)
     if write and result.fixed is not None and result.problem is None:
         try:
             write_atomically(path, result.fixed, source)

@@ -1,7 +1,8 @@
 """The flake8 contract only: hand the file's text to the engine, yield what it finds.
 
 flake8 applies `# noqa`, `--select` and `--extend-ignore` itself, so every finding is yielded.
-Columns are 0-based, as flake8 expects (it adds 1 when printing).
+Columns are 0-based, as flake8 expects (it adds 1 when printing). The project index covers the file's
+project (the nearest folder upward holding pyproject.toml, setup.cfg or .git), built once per process.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import sys
 from typing import Iterator, List, Tuple
 
 from . import __version__
+from .analysis.project import context_in_project
+from .cache import default_cache_dir
 from .engine import check_source
 from .files import FileProblem
 
@@ -18,6 +21,21 @@ from .files import FileProblem
 class DataParallelRnnChecker:
     name = "dp-rnn-lint"
     version = __version__
+    scope = "any"
+    exclude: Tuple[str, ...] = ()  # flake8's own exclusions also keep files out of the project index
+
+    @classmethod
+    def add_options(cls, manager) -> None:
+        manager.add_option(
+            "--dp-rnn-scope", choices=("any", "wrapped"), default="any", parse_from_config=True,
+            help="dp-rnn-lint: check every nn.Module class (any, the default) or only the classes DataParallel "
+            "runs in this project (wrapped)",
+        )
+
+    @classmethod
+    def parse_options(cls, options) -> None:
+        cls.scope = options.dp_rnn_scope
+        cls.exclude = tuple(getattr(options, "exclude", None) or ()) + tuple(getattr(options, "extend_exclude", None) or ())
 
     def __init__(self, tree: ast.Module, filename: str, lines: List[str]) -> None:
         # flake8's own syntax tree spares the screen a second parse (most files end there).
@@ -28,7 +46,11 @@ class DataParallelRnnChecker:
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         source = "".join(self.lines)
         try:
-            findings = check_source(source, self.filename, tree=self.tree if isinstance(self.tree, ast.Module) else None)
+            context = None  # standard input: the source is its own project
+            if self.filename not in ("-", "stdin"):
+                context = context_in_project(self.filename, self.scope, default_cache_dir(), self.exclude)
+            findings = check_source(source, self.filename, tree=self.tree if isinstance(self.tree, ast.Module) else None,
+                                    context=context)
         except FileProblem as problem:
             # flake8 reports syntax errors itself (E999); anything else is said once, without a traceback.
             if "cannot parse" not in str(problem) and "cannot decode" not in str(problem):

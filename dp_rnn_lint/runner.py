@@ -14,6 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Iterable, Iterator, List, Optional, Tuple
 
+from .analysis.project import FileContext
 from .cache import ResultCache
 from .engine import FileResult, Selection, lint_path, lint_source, may_contain_candidates
 from .files import FileProblem, read_source
@@ -27,6 +28,7 @@ class Task:
     path: str
     selection: Selection
     problem: Optional[str] = None  # found while walking: reported as it is
+    context: FileContext = FileContext()  # what the project index says about the file
 
 
 @dataclass(frozen=True)
@@ -60,15 +62,15 @@ def lint_files(tasks: Iterable[Task], options: Options, jobs: int = 1,
             results[index] = FileResult(task.path, problem=str(problem))
             continue
         if not may_contain_candidates(source):
-            results[index] = _slim(lint_source(source, task.path, task.selection))  # never parsed: cheap here
+            results[index] = _slim(lint_source(source, task.path, task.selection, context=task.context))  # never parsed
             continue
-        cached = cache.get(cache.key(task.path, source, task.selection), task.path, source) if cache else None
+        cached = cache.get(cache.key(task.path, source, task.selection, task.context), task.path, source) if cache else None
         if cached is not None and not (options.fix and any(f.fixable for f in cached.findings)):
             results[index] = _slim(cached)
         else:
             pending.append(index)  # the worker reads the file again: contents never queue up here
 
-    work = [(tasks[index].path, tasks[index].selection, options) for index in pending]
+    work = [(tasks[index].path, tasks[index].selection, options, tasks[index].context) for index in pending]
     for index, result in zip(pending, _run(work, jobs)):
         if cache is not None and result.original is not None:
             _remember(cache, tasks[index], result, options)
@@ -84,7 +86,7 @@ def _slim(result: FileResult) -> FileResult:
     return result
 
 
-def _run(work: List[Tuple[str, Selection, Options]], jobs: int) -> Iterator[FileResult]:
+def _run(work: List[Tuple[str, Selection, Options, FileContext]], jobs: int) -> Iterator[FileResult]:
     workers = min(jobs, len(work))
     if workers < 2 or len(work) < _MIN_FILES_FOR_POOL:
         yield from map(_lint_one, work)
@@ -101,9 +103,10 @@ def _context():
     return None
 
 
-def _lint_one(item: Tuple[str, Selection, Options]) -> FileResult:
-    path, selection, options = item
-    result = lint_path(path, selection, fix=options.fix, write=options.write, describe_fixes=options.describe_fixes)
+def _lint_one(item: Tuple[str, Selection, Options, FileContext]) -> FileResult:
+    path, selection, options, context = item
+    result = lint_path(path, selection, fix=options.fix, write=options.write, describe_fixes=options.describe_fixes,
+                       context=context)
     # Syntax-tree edits stay in the worker: they are large and only the applying process needs them.
     return replace(result, findings=[finding.detached() for finding in result.findings])
 
@@ -112,7 +115,7 @@ def _remember(cache: ResultCache, task: Task, result: FileResult, options: Optio
     """Store the answer under the content the worker actually read (result.original)."""
     if result.fixed is None:
         if not options.fix or not any(f.fixable for f in result.findings):
-            cache.put(cache.key(task.path, result.original, task.selection), result)
+            cache.put(cache.key(task.path, result.original, task.selection, task.context), result)
     elif options.write and result.problem is None:
         # What is left in the file as written is the lint result of its new content.
-        cache.put(cache.key(task.path, result.fixed, task.selection), replace(result, note=None))
+        cache.put(cache.key(task.path, result.fixed, task.selection, task.context), replace(result, note=None))

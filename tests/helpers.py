@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from typing import List, Tuple
 
-from dp_rnn_lint.engine import Selection, check_source, lint_source
+from dp_rnn_lint.engine import Selection, check_source, lint_source, own_context
 
 
 def findings(source: str, path: str = "model.py", code: str = "DPR") -> List[Tuple[int, str]]:
@@ -33,5 +33,6 @@ def unscreened_findings(source, path: str = "model.py") -> List[Tuple[int, int, 
     from dp_rnn_lint import engine
 
     module = engine.parse(source, path)
-    found = engine.run_with_deep_stack(engine._analysed, module, path, Selection().rules(), None, module.code)
+    context = own_context(source, path)
+    found = engine.run_with_deep_stack(engine._analysed, module, path, Selection().rules(), None, module.code, context)
     return [(f.line, f.col, f.code) for f in found]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
@@ -118,9 +118,11 @@ def iter_nodes(root: cst.CSTNode, types: tuple, skip_nested_scopes: bool = False
 class ModuleModel:
     """What one file's classes mean: which are nn.Modules and where their RNNs are."""
 
-    def __init__(self, module: cst.Module, resolver: NameResolver) -> None:
+    def __init__(self, module: cst.Module, resolver: NameResolver, known_modules: FrozenSet[str] = frozenset()) -> None:
         self.module = module
         self.resolver = resolver
+        # Classes the project index knows are nn.Modules through bases in other files.
+        self.known_modules = known_modules
         self._class_scopes = {node: scope for node, scope in resolver.scopes.items() if isinstance(node, cst.ClassDef)}
         self._is_module_memo: Dict[cst.ClassDef, bool] = {}
         self._rnn_class_memo: Dict[cst.ClassDef, Optional[str]] = {}
@@ -141,6 +143,15 @@ class ModuleModel:
         self._assigned_memo: Dict[int, set] = {}
 
     # -- classes ------------------------------------------------------------------------------------
+    def qualname(self, node: cst.ClassDef) -> str:
+        """`Outer.Inner` for a class nested in a class; `<locals>` marks one defined in a function."""
+        names = [node.name.value]
+        scope = self._class_scopes[node].parent
+        while scope is not None and scope.kind != "module":
+            names.insert(0, scope.node.name.value if scope.kind == "class" else "<locals>")
+            scope = scope.parent
+        return ".".join(names)
+
     def _same_file_bases(self, node: cst.ClassDef) -> List[cst.ClassDef]:
         scope = self._class_scopes[node].parent
         bases = []
@@ -158,6 +169,8 @@ class ModuleModel:
         self._is_module_memo[node] = False  # cycle guard
         scope = self._class_scopes[node].parent
         result = any(is_module_base(self.resolver.qualified_name(arg.value, scope)) for arg in node.bases)
+        if not result and self.known_modules:
+            result = self.qualname(node) in self.known_modules
         if not result and depth < _MAX_DEPTH:
             result = any(self._is_module(base, depth + 1) for base in self._same_file_bases(node))
         self._is_module_memo[node] = result

@@ -153,7 +153,7 @@ class FlattenParameters(Rule):
     )
 
     def check(self, analysis: FileAnalysis) -> Iterator[Violation]:
-        for cls in analysis.model.classes:
+        for cls in analysis.checked_classes:
             path = analysis.forward_path(cls)
             if not path.rnns:
                 continue
@@ -180,7 +180,7 @@ class FlattenParameters(Rule):
             f"{'flatten_parameters() on each member' if rnn.is_list else target + '.flatten_parameters()'} before it: "
             "under DataParallel every replica's RNN weights are non-contiguous and get copied on every call"
         )
-        message += self._context(analysis, cls, events, first, attr, bool(replaced))
+        message += self._context(analysis, cls, events, first, attr, bool(replaced)) + analysis.scope_note(cls)
         fix = None
         if _same_rnn_in_every_class_sharing(analysis, invocation.method, attr, rnn):
             fix = self._fix(invocation, attr, rnn, me, replacement)

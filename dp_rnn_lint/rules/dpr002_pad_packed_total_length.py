@@ -157,27 +157,27 @@ class PadPackedTotalLength(Rule):
     def check(self, analysis: FileAnalysis) -> Iterator[Violation]:
         seen = set()
         flows: Dict[cst.CSTNode, FunctionFlow] = {}
-        for cls in analysis.model.classes:
+        for cls in analysis.checked_classes:
             for event in analysis.forward_path(cls).events:
                 if not isinstance(event, PadCall) or event.call in seen:
                     continue
                 seen.add(event.call)
                 if _has_total_length(event.call):
                     continue
-                yield self._violation(analysis, event, flows)
+                yield self._violation(analysis, event, flows, analysis.scope_note(cls))
 
-    def _violation(self, analysis: FileAnalysis, event: PadCall, flows: Dict) -> Violation:
+    def _violation(self, analysis: FileAnalysis, event: PadCall, flows: Dict, note: str) -> Violation:
         outcome = self._trace(analysis, event, flows)
         if isinstance(outcome, str):
             advice = (
                 "; pass total_length= the padded input's time dimension (.size(1) when packed with "
                 f"batch_first=True, else .size(0)), measured before packing ({outcome}, so no fix is offered)"
             )
-            return Violation(self.code, _MESSAGE + advice, event.call)
+            return Violation(self.code, _MESSAGE + advice + note, event.call)
         size_expr, edits, rebound = outcome
         advice = f"; pass total_length={size_expr}" + (" measured before it is packed" if rebound else "")
         # Unsafe: on one device the padded length changes when inputs are padded past the batch maximum.
-        return Violation(self.code, _MESSAGE + advice, event.call, Fix(edits, safe=False))
+        return Violation(self.code, _MESSAGE + advice + note, event.call, Fix(edits, safe=False))
 
     def _trace(self, analysis: FileAnalysis, event: PadCall, flows: Dict) -> Union[str, Tuple[str, tuple, bool]]:
         if not isinstance(event.function, cst.FunctionDef):

@@ -1,0 +1,650 @@
+"""The project index: which module classes DataParallel wraps, across files.
+
+A class is defined in `model.py`, wrapped in `train.py`, and its RNN sits three submodules down: no
+single file says whether it runs on DataParallel replicas. The index reads the project with Python's
+`ast` (never libcst) and answers:
+
+- every wrap site (`nn.DataParallel(X(...))`, `DataParallel(model, ...)` where `model = X(...)` or
+  `model = build()` and `build` returns `X(...)`, `.cuda()`/`.to()` chains, `self.net = ...`, and
+  `torch.nn.parallel.data_parallel(module, inputs)`) with the classes it wraps, or why it cannot tell;
+- the wrapped set: each wrapped class, the classes reachable from it through submodules (any class of
+  the project constructed in its methods, containers and factories included) and its bases.
+
+Work is lazy: only files that mention DataParallel are parsed up front; others only when a name leads
+there. Each file's summary (plain JSON) is cached on disk by path, size and mtime.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+from ..files import module_name_for
+from .torch_names import canonical, is_module_base
+
+# What DataParallel is called under torch's public spellings; the function form takes the module first too.
+DATA_PARALLEL_NAMES = frozenset({
+    "torch.nn.DataParallel",
+    "torch.nn.parallel.DataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel",
+    "torch.nn.parallel.data_parallel",
+    "torch.nn.parallel.data_parallel.data_parallel",
+})
+# A file that spells none of these has no wrap site.
+WRAP_WORDS = (b"DataParallel", b"data_parallel")
+# nn.Module methods that return the module itself: `X().cuda()` is still an X.
+_RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval",
+                           "requires_grad_", "share_memory", "to_empty", "xpu", "mps", "type"})
+# How far names are followed (assignments, factories, re-exports) before giving up.
+_MAX_DEPTH = 12
+_SITE_TEXT_LIMIT = 60
+# The cache format; bump when the summary's shape changes.
+_SUMMARY_FORMAT = 1
+
+UNKNOWN = None  # a value the summary cannot name (a parameter, a subscript...)
+
+
+# -- one file's summary, from Python's tree ---------------------------------------------------------
+def dotted(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def qualify(imports: Mapping[str, Optional[str]], name: str) -> Optional[str]:
+    """A dotted name as written, its first part replaced through a file's import table."""
+    first, _, rest = name.partition(".")
+    if first in imports:
+        target = imports[first]
+        return None if target is None else (f"{target}.{rest}" if rest else target)
+    return name
+
+
+def _resolve_relative(module: Optional[str], is_package: bool, level: int, target: Optional[str]) -> Optional[str]:
+    if module is None:
+        return None
+    parts = module.split(".")
+    if not is_package:
+        parts = parts[:-1]
+    if level - 1 > len(parts):
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    if target:
+        base = base + target.split(".")
+    return ".".join(base) if base else None
+
+
+class _Summarizer:
+    """What the index needs of one file: names it imports, its classes (bases, the calls in their
+    methods), what its functions return, and its wrap sites with their targets as written."""
+
+    def __init__(self, tree: ast.Module, text_lines: Sequence[str], module: Optional[str], is_package: bool) -> None:
+        self.tree = tree
+        self.lines = text_lines
+        self.module = module
+        self.is_package = is_package
+        self.imports: Dict[str, Optional[str]] = {}
+        self.classes: Dict[str, dict] = {}
+        self.functions: Dict[str, dict] = {}
+        self.wraps: List[dict] = []
+        self._class_methods: Dict[str, List[ast.AST]] = {}
+
+    def summary(self) -> dict:
+        self._collect_imports()
+        self._collect_definitions(self.tree.body, prefix="")
+        self._collect_wraps()
+        return {"module": self.module, "package": self.is_package, "imports": self.imports,
+                "classes": self.classes, "functions": self.functions, "wraps": self.wraps}
+
+    # Imports anywhere in the file count as the file's: a name imported in a function is rarely rebound.
+    def _collect_imports(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self._bind(alias.asname, alias.name)
+                    else:
+                        top = alias.name.split(".")[0]
+                        self._bind(top, top)
+            elif isinstance(node, ast.ImportFrom):
+                base = (_resolve_relative(self.module, self.is_package, node.level, node.module)
+                        if node.level else node.module)
+                for alias in node.names:
+                    if alias.name != "*":
+                        self._bind(alias.asname or alias.name, f"{base}.{alias.name}" if base else None)
+        for node in self.tree.body:  # module-level aliases: `DP = nn.DataParallel`
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and isinstance(node.value, (ast.Name, ast.Attribute))):
+                name = dotted(node.value)
+                if name is not None:
+                    self._bind(node.targets[0].id, self.qualify(name))
+
+    def _bind(self, local: str, qualified: Optional[str]) -> None:
+        if local in self.imports and self.imports[local] != qualified:
+            self.imports[local] = None  # bound to two things: not followed
+        else:
+            self.imports[local] = qualified
+
+    def qualify(self, name: str) -> Optional[str]:
+        return qualify(self.imports, name)
+
+    def _collect_definitions(self, body: Sequence[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                qualname = f"{prefix}{node.name}"
+                methods = [item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                self._class_methods[qualname] = methods
+                calls = sorted({name for method in methods for name in self._called_names(method)})
+                self.classes[qualname] = {"line": node.lineno, "bases": [dotted(base) for base in node.bases],
+                                          "calls": calls}
+                self._collect_definitions(node.body, prefix=f"{qualname}.")
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not prefix:
+                returns = [self.values(statement.value, node, set(), None) if statement.value is not None else [UNKNOWN]
+                           for statement in _own_nodes(node, ast.Return)]
+                self.functions[node.name] = {"returns": [ref for refs in returns for ref in refs]}
+
+    @staticmethod
+    def _called_names(method: ast.AST) -> Iterable[str]:
+        for node in ast.walk(method):
+            if isinstance(node, ast.Call):
+                name = dotted(node.func)
+                if name is not None and not name.startswith("self.") and name not in ("super", "self"):
+                    yield name
+
+    def _collect_wraps(self) -> None:
+        self._walk_for_wraps(self.tree, function=None, cls=None)
+
+    def _walk_for_wraps(self, node: ast.AST, function: Optional[ast.AST], cls: Optional[str]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                self._walk_for_wraps(child, function, child.name if function is None else None)
+                continue
+            inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else function
+            if isinstance(child, ast.Call) and self._is_wrap(child):
+                self._wrap_site(child, function, cls)
+            self._walk_for_wraps(child, inner, cls)
+
+    def _is_wrap(self, call: ast.Call) -> bool:
+        name = dotted(call.func)
+        return name is not None and self.qualify(name) in DATA_PARALLEL_NAMES
+
+    def _wrap_site(self, call: ast.Call, function: Optional[ast.AST], cls: Optional[str]) -> None:
+        target = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
+        if target is None:
+            target = next((keyword.value for keyword in call.keywords if keyword.arg == "module"), None)
+        refs = self.values(target, function, set(), cls) if target is not None else [UNKNOWN]
+        self.wraps.append({"line": call.lineno, "col": call.col_offset + 1, "text": self._text(call), "refs": refs})
+
+    def _text(self, call: ast.Call) -> str:
+        line = self.lines[call.lineno - 1] if call.lineno - 1 < len(self.lines) else ""
+        text = line[call.col_offset:].strip() if call.end_lineno != call.lineno else line[call.col_offset:call.end_col_offset]
+        return text if len(text) <= _SITE_TEXT_LIMIT else text[: _SITE_TEXT_LIMIT - 3] + "..."
+
+    # -- what an expression evaluates to, as dotted callee names -------------------------------------
+    def values(self, expr: ast.AST, function: Optional[ast.AST], active: Set[str], cls: Optional[str],
+               depth: int = 0) -> List[Optional[str]]:
+        """The dotted names of the calls an expression's value comes from (`X` for `X(...)`, `build` for
+        `build()`), UNKNOWN where it cannot be followed."""
+        if depth > _MAX_DEPTH:
+            return [UNKNOWN]
+        if isinstance(expr, ast.Call):
+            if isinstance(expr.func, ast.Attribute) and expr.func.attr in _RETURNS_SELF:
+                return self.values(expr.func.value, function, active, cls, depth + 1)
+            if self._is_wrap(expr) and expr.args:
+                return self.values(expr.args[0], function, active, cls, depth + 1)
+            name = dotted(expr.func)
+            return [name if name is not None and not name.startswith("self.") else UNKNOWN]
+        if isinstance(expr, ast.IfExp):
+            return (self.values(expr.body, function, active, cls, depth + 1)
+                    + self.values(expr.orelse, function, active, cls, depth + 1))
+        if isinstance(expr, ast.Name):
+            if expr.id in active:
+                return []  # `model = model.cuda()`: the other assignments say what it is
+            found = self._assigned(expr.id, function)
+            if not found and function is not None:
+                found = [(value, None) for value in self._assigned_values(expr.id, self.tree)]
+                if found and _is_parameter(expr.id, function):
+                    return [UNKNOWN]
+            if not found:
+                return [UNKNOWN]
+            refs: List[Optional[str]] = []
+            for value, scope in found:
+                refs.extend(self.values(value, scope, active | {expr.id}, cls, depth + 1))
+            return refs
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id == "self" and cls:
+            key = f"self.{expr.attr}"
+            if key in active:
+                return []
+            values = [(node.value, method) for method in self._class_methods.get(cls, ())
+                      for node in _own_nodes(method, (ast.Assign, ast.AnnAssign))
+                      if node.value is not None and any(dotted(t) == key for t in _targets(node))]
+            if not values:
+                return [UNKNOWN]
+            refs = []
+            for value, method in values:
+                refs.extend(self.values(value, method, active | {key}, cls, depth + 1))
+            return refs
+        return [UNKNOWN]
+
+    def _assigned(self, name: str, function: Optional[ast.AST]) -> List[Tuple[ast.AST, Optional[ast.AST]]]:
+        scope = function if function is not None else self.tree
+        return [(value, function) for value in self._assigned_values(name, scope)]
+
+    @staticmethod
+    def _assigned_values(name: str, scope: ast.AST) -> List[ast.AST]:
+        return [node.value for node in _own_nodes(scope, (ast.Assign, ast.AnnAssign, ast.NamedExpr))
+                if node.value is not None and any(isinstance(t, ast.Name) and t.id == name for t in _targets(node))]
+
+
+def _targets(node: ast.AST) -> List[ast.AST]:
+    if isinstance(node, ast.Assign):
+        return list(node.targets)
+    return [node.target]
+
+
+def _is_parameter(name: str, function: ast.AST) -> bool:
+    args = function.args
+    every = args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a]
+    return any(arg.arg == name for arg in every)
+
+
+def _own_nodes(scope: ast.AST, types) -> Iterable[ast.AST]:
+    """Nodes of the given types in a scope's body, not in nested functions or classes."""
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, types):
+            yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def summarize(source: bytes, path: str) -> Optional[dict]:
+    """The file's summary, or None when Python cannot parse it (the linter reports that elsewhere)."""
+    try:
+        tree = ast.parse(source)
+        text = source.decode("utf-8", "replace")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    module, is_package = module_name_for(path)
+    return _Summarizer(tree, text.splitlines(), module, is_package).summary()
+
+
+# -- the index --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WrapSite:
+    path: str  # as the user sees it
+    line: int
+    col: int
+    text: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
+class UnresolvedWrap:
+    site: WrapSite
+    reason: str
+
+
+ClassKey = Tuple[str, str]  # (file path, qualified name in the file)
+
+
+@dataclass
+class ProjectIndex:
+    wrapped: Dict[ClassKey, WrapSite] = field(default_factory=dict)  # class -> the first wrap that reaches it
+    direct: Dict[ClassKey, List[WrapSite]] = field(default_factory=dict)  # wrap targets themselves
+    unresolved: List[UnresolvedWrap] = field(default_factory=list)
+    sites: List[WrapSite] = field(default_factory=list)
+    files_parsed: int = 0
+
+    def context_for(self, path: str, scope: str) -> "FileContext":
+        key = _path_key(path)
+        return FileContext(
+            scope=scope,
+            wrapped=tuple(sorted((name, str(site)) for (file, name), site in self.wrapped.items() if file == key)),
+            direct=tuple(sorted((name, str(sites[0])) for (file, name), sites in self.direct.items() if file == key)),
+            unresolved=tuple(str(item.site) for item in self.unresolved) if scope == "wrapped" else (),
+        )
+
+
+@dataclass(frozen=True)
+class FileContext:
+    """What the project index says about one file, as its rules need it (small, picklable, and part of
+    the result cache's key)."""
+
+    scope: str = "any"  # "any": every module class is checked; "wrapped": only the wrapped set
+    wrapped: Tuple[Tuple[str, str], ...] = ()  # (class qualname, wrap site) for this file's wrapped classes
+    direct: Tuple[Tuple[str, str], ...] = ()  # (class qualname, wrap site) for this file's wrap targets
+    unresolved: Tuple[str, ...] = ()  # in wrapped scope: wrap sites that could not be resolved
+
+    def wrap_site(self, qualname: str) -> Optional[str]:
+        return dict(self.wrapped).get(qualname)
+
+    def direct_site(self, qualname: str) -> Optional[str]:
+        return dict(self.direct).get(qualname)
+
+    def in_scope(self, qualname: str) -> bool:
+        return self.scope != "wrapped" or bool(self.unresolved) or qualname in dict(self.wrapped)
+
+    def scope_note(self, qualname: str) -> str:
+        """What a finding's message adds in wrapped scope: where the class is wrapped."""
+        if self.scope != "wrapped":
+            return ""
+        site = self.wrap_site(qualname)
+        if site:
+            return f" (wrapped at {site})"
+        if self.unresolved:
+            return f" (checked because the DataParallel wrap at {self.unresolved[0]} could not be resolved)"
+        return ""
+
+
+def _path_key(path: str) -> str:
+    return os.path.normcase(os.path.abspath(path))
+
+
+def shown_path(path: str) -> str:
+    """A path relative to the working folder when it is under it: what messages print."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if relative.startswith("..") else relative
+
+
+class IndexBuilder:
+    """Builds the index over a set of files; `sources` overrides what is on disk (standard input)."""
+
+    def __init__(self, paths: Iterable[str], sources: Optional[Mapping[str, bytes]] = None,
+                 cache_file: Optional[Path] = None) -> None:
+        self.paths = {_path_key(path): path for path in paths}
+        self.sources = {_path_key(path): data for path, data in (sources or {}).items()}
+        self.cache_file = cache_file
+        self._cached: Dict[str, list] = self._load_cache()
+        self._entries: Dict[str, list] = {}  # path key -> [size, mtime_ns, mentions_wrap, summary]
+        self._modules: Dict[str, List[str]] = {}
+        self._by_suffix: Dict[Tuple[str, ...], List[str]] = {}
+        self._top_names: Set[str] = set()
+        self.files_parsed = 0
+        for key in self.paths:
+            module, _ = module_name_for(key)
+            if module:
+                self._modules.setdefault(module, []).append(key)
+                self._top_names.add(module.split(".")[0])
+            parts = Path(key).with_suffix("").parts
+            for length in range(1, min(len(parts), 6) + 1):
+                self._by_suffix.setdefault(tuple(parts[-length:]), []).append(key)
+            self._top_names.update(parts[-3:])
+
+    # -- per-file entries, cached by size and mtime ---------------------------------------------------
+    def _load_cache(self) -> Dict[str, list]:
+        if self.cache_file is None:
+            return {}
+        try:
+            with open(self.cache_file, encoding="utf-8") as handle:
+                stored = json.load(handle)
+            return stored["files"] if stored.get("format") == _SUMMARY_FORMAT else {}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {}
+
+    def save_cache(self) -> None:
+        if self.cache_file is None:
+            return
+        from ..cache import prepare_folder
+
+        if not prepare_folder(self.cache_file.parent):
+            return
+        try:
+            handle, temporary = tempfile.mkstemp(dir=self.cache_file.parent, prefix=".index-", suffix=".tmp")
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump({"format": _SUMMARY_FORMAT, "files": self._entries}, out)
+            os.replace(temporary, self.cache_file)  # readers see the old file or the new one, never half
+        except OSError:
+            pass  # an unwritable cache makes the next run slower, not wrong
+
+    def _entry(self, key: str, need_summary: bool) -> list:
+        entry = self._entries.get(key)
+        if entry is not None and (entry[3] is not None or not need_summary):
+            return entry
+        if key in self.sources:
+            data = self.sources[key]
+            entry = [len(data), 0, any(word in data for word in WRAP_WORDS), None]
+            if need_summary or entry[2]:
+                entry[3] = self._summarize(data, key)
+            self._entries[key] = entry
+            return entry
+        try:
+            stat = os.stat(key)
+        except OSError:
+            entry = [0, 0, False, None]
+            self._entries[key] = entry
+            return entry
+        cached = self._cached.get(key)
+        if (isinstance(cached, list) and len(cached) == 4 and cached[0] == stat.st_size
+                and cached[1] == stat.st_mtime_ns and (cached[3] is not None or not (need_summary or cached[2]))):
+            self._entries[key] = cached
+            return cached
+        try:
+            with open(key, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            data = b""
+        entry = [stat.st_size, stat.st_mtime_ns, any(word in data for word in WRAP_WORDS), None]
+        if need_summary or entry[2]:
+            entry[3] = self._summarize(data, key)
+        self._entries[key] = entry
+        return entry
+
+    def _summarize(self, data: bytes, key: str) -> dict:
+        self.files_parsed += 1
+        return summarize(data, key) or {"module": None, "package": False, "imports": {}, "classes": {},
+                                        "functions": {}, "wraps": []}
+
+    def summary(self, key: str) -> dict:
+        return self._entry(key, need_summary=True)[3]
+
+    # -- names across files ---------------------------------------------------------------------------
+    def _module_file(self, module: str) -> Optional[str]:
+        found = self._modules.get(module)
+        if found and len(found) == 1:
+            return found[0]
+        # A folder without __init__.py (a namespace package, a scripts folder): match the path's tail.
+        by_tail = self._by_suffix.get(tuple(module.split(".")))
+        if by_tail and len(by_tail) == 1:
+            return by_tail[0]
+        by_package = self._by_suffix.get(tuple(module.split(".")) + ("__init__",))
+        if by_package and len(by_package) == 1:
+            return by_package[0]
+        return None
+
+    def resolve(self, file: str, name: str, depth: int = 0) -> Tuple[str, object]:
+        """What a dotted name used in `file` is: ("class", ClassKey), ("function", (file, name)),
+        ("external", qualified) for a name outside the project, ("unknown", why)."""
+        if depth > _MAX_DEPTH:
+            return "unknown", f"`{name}` is too far away to follow"
+        summary = self.summary(file)
+        first, _, rest = name.partition(".")
+        if first in summary["classes"] or first in summary["functions"]:
+            return self._inside(file, name, depth)
+        imports = summary["imports"]
+        if first in imports:
+            qualified = imports[first]
+            if qualified is None:
+                return "unknown", f"`{first}` is imported or bound in two ways"
+            return self.resolve_qualified(f"{qualified}.{rest}" if rest else qualified, depth + 1)
+        return "unknown", f"`{first}` is not defined or imported in {shown_path(self.paths.get(file, file))}"
+
+    def _inside(self, file: str, name: str, depth: int) -> Tuple[str, object]:
+        summary = self.summary(file)
+        parts = name.split(".")
+        for length in range(len(parts), 0, -1):
+            head = ".".join(parts[:length])
+            if head in summary["classes"]:
+                # `Model.from_config(...)`: a classmethod constructor is taken to build the class.
+                return "class", (file, head)
+        if parts[0] in summary["functions"] and len(parts) == 1:
+            return "function", (file, parts[0])
+        return "unknown", f"`{name}` is not a class or function of {shown_path(self.paths.get(file, file))}"
+
+    def resolve_qualified(self, qualified: str, depth: int) -> Tuple[str, object]:
+        parts = qualified.split(".")
+        for length in range(len(parts), 0, -1):
+            file = self._module_file(".".join(parts[:length]))
+            if file is None:
+                continue
+            rest = ".".join(parts[length:])
+            if not rest:
+                return "unknown", f"`{qualified}` is a module"
+            summary = self.summary(file)
+            first = rest.split(".")[0]
+            if first in summary["classes"] or first in summary["functions"]:
+                return self._inside(file, rest, depth)
+            if first in summary["imports"]:  # a re-export: `from .model import Seq2Seq` in __init__.py
+                return self.resolve(file, rest, depth + 1)
+            return "unknown", f"`{qualified}` is not found in {shown_path(self.paths.get(file, file))}"
+        if parts[0] in self._top_names:
+            return "unknown", f"`{qualified}` is not among the files linted"
+        if parts[-1][:1].isupper():
+            return "external", qualified  # a class of another package: no class of ours runs in it
+        return "unknown", f"`{qualified}` is a function of another package; what it returns is unknown"
+
+    def classes_of(self, file: str, name: Optional[str], depth: int = 0) -> Tuple[List[ClassKey], Optional[str]]:
+        """The project classes a value built by calling `name` in `file` can be; the reason when unknown."""
+        if name is None:
+            return [], "the wrapped value cannot be followed (a parameter, a subscript or a call on an object)"
+        kind, found = self.resolve(file, name, depth)
+        if kind == "class":
+            return [found], None
+        if kind == "external":
+            return [], None
+        if kind == "function":
+            function_file, function = found
+            returns = self.summary(function_file)["functions"][function]["returns"]
+            if not returns:
+                return [], f"`{name}` returns nothing this linter can follow"
+            classes: List[ClassKey] = []
+            for ref in returns:
+                more, why = self.classes_of(function_file, ref, depth + 1) if depth < _MAX_DEPTH else ([], "too deep")
+                if why:
+                    return [], f"`{name}` returns a value that cannot be followed ({why})"
+                classes.extend(more)
+            return classes, None
+        return [], found
+
+    def is_module_class(self, key: ClassKey, depth: int = 0) -> bool:
+        file, name = key
+        info = self.summary(file)["classes"].get(name)
+        if info is None or depth > _MAX_DEPTH:
+            return False
+        for base in info["bases"]:
+            if base is None:
+                continue
+            qualified = qualify(self.summary(file)["imports"], base)
+            if is_module_base(canonical(qualified)):
+                return True
+            kind, found = self.resolve(file, base, depth + 1)
+            if kind == "class" and found != key and self.is_module_class(found, depth + 1):
+                return True
+        return False
+
+    # -- the whole index ------------------------------------------------------------------------------
+    def build(self) -> ProjectIndex:
+        index = ProjectIndex()
+        for key in sorted(self.paths, key=lambda k: self.paths[k]):
+            entry = self._entry(key, need_summary=False)
+            if not entry[2] or entry[3] is None:
+                continue
+            for wrap in entry[3]["wraps"]:
+                site = WrapSite(shown_path(self.paths[key]), wrap["line"], wrap["col"], wrap["text"])
+                index.sites.append(site)
+                targets: List[ClassKey] = []
+                reason = None
+                for ref in wrap["refs"] or [UNKNOWN]:
+                    found, why = self.classes_of(key, ref)
+                    if why:
+                        reason = why
+                        break
+                    targets.extend(found)
+                if reason:
+                    index.unresolved.append(UnresolvedWrap(site, reason))
+                    continue
+                for target in targets:
+                    index.direct.setdefault(target, []).append(site)
+                    self._reach(target, site, index)
+        index.files_parsed = self.files_parsed
+        return index
+
+    def _reach(self, start: ClassKey, site: WrapSite, index: ProjectIndex) -> None:
+        """The class, its submodules and bases, and theirs, all run on the replicas of this wrap."""
+        stack = [start]
+        while stack:
+            key = stack.pop()
+            if key in index.wrapped:
+                continue
+            index.wrapped[key] = site
+            file, name = key
+            info = self.summary(file)["classes"].get(name)
+            if info is None:
+                continue
+            for ref in info["calls"] + [base for base in info["bases"] if base]:
+                found, _ = self.classes_of(file, ref)
+                stack.extend(k for k in found if k not in index.wrapped and self.is_module_class(k))
+
+
+def index_cache_file(cache_dir: Optional[Path], anchor: str) -> Optional[Path]:
+    """Where the index of files under `anchor` (a project root or the working folder) is cached."""
+    if cache_dir is None:
+        return None
+    from .. import __version__
+
+    digest = hashlib.sha256(_path_key(anchor).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return cache_dir / __version__ / f"index-{digest}.json"
+
+
+def build_index(paths: Iterable[str], sources: Optional[Mapping[str, bytes]] = None,
+                cache_file: Optional[Path] = None) -> ProjectIndex:
+    builder = IndexBuilder(paths, sources, cache_file)
+    index = builder.build()
+    builder.save_cache()
+    return index
+
+
+# Files that mark a project's root, as flake8's plugin looks for it from a linted file upward.
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", ".git")
+# One index per project root (and exclusions) and process: flake8 calls the plugin once per file.
+_PROJECT_INDEXES: Dict[Tuple[str, Tuple[str, ...]], ProjectIndex] = {}
+
+
+def project_root(path: str) -> Optional[Path]:
+    """The nearest folder upward from `path` holding pyproject.toml, setup.cfg or .git."""
+    folder = Path(os.path.abspath(path)).parent
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+            return candidate
+    return None
+
+
+def context_in_project(path: str, scope: str, cache_dir: Optional[Path], exclude: Sequence[str] = ()) -> FileContext:
+    """What the index of `path`'s whole project says about it (built once per process and root).
+    `exclude`: patterns of files the project's walk skips, besides the usual folders and git's ignores."""
+    root = project_root(path)
+    if root is None:
+        return build_index([path]).context_for(path, scope)
+    key = str(root)
+    if (key, tuple(exclude)) not in _PROJECT_INDEXES:
+        from ..files import DEFAULT_EXCLUDES, discover
+
+        walk = discover([key], exclude=DEFAULT_EXCLUDES + tuple(exclude), respect_gitignore=True)
+        files = [found for found, problem in walk if problem is None]
+        _PROJECT_INDEXES[key, tuple(exclude)] = build_index(files, cache_file=index_cache_file(cache_dir, key))
+    return _PROJECT_INDEXES[key, tuple(exclude)].context_for(path, scope)

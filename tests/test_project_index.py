@@ -1,0 +1,229 @@
+"""The project index: which classes DataParallel wraps across files, how wraps are resolved, its cache."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dp_rnn_lint.analysis.project import IndexBuilder, build_index, context_in_project
+
+from .conftest import FIXTURES
+
+SAMPLE = FIXTURES / "projects" / "seq2seq_project"
+
+
+def python_files(folder: Path, skip: str = "") -> list:
+    return sorted(str(p) for p in folder.rglob("*.py") if not (skip and skip in p.parts))
+
+
+def names(keys) -> set:
+    return {name for _, name in keys}
+
+
+def write_project(root: Path, files: dict) -> list:
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return python_files(root)
+
+
+MODEL = """
+    import torch.nn as nn
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(8, 8)
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = Encoder()
+"""
+
+
+def test_sample_project_wraps_through_a_package_reexport_and_a_factory():
+    index = build_index(python_files(SAMPLE))
+    assert names(index.wrapped) == {"Seq2Seq", "Encoder", "Decoder", "Tagger"}
+    assert names(index.direct) == {"Seq2Seq", "Tagger"}
+    sites = {name: [str(site) for site in found] for (_, name), found in index.direct.items()}
+    assert sites["Seq2Seq"][0].endswith("train.py:8")
+    assert sites["Tagger"][0].endswith("train.py:10")
+    [unresolved] = index.unresolved
+    assert str(unresolved.site).endswith("scripts/evaluate.py:9")
+    assert "torch.load" in unresolved.reason
+
+
+def test_without_the_unresolved_script_every_wrap_resolves():
+    index = build_index(python_files(SAMPLE, skip="scripts"))
+    assert index.unresolved == []
+    assert "CharLanguageModel" not in names(index.wrapped)
+
+
+@pytest.mark.parametrize("train", [
+    # nn.DataParallel(X(...)), then .cuda() on the wrapper
+    "import torch.nn as nn\nfrom model import Tagger\nnet = nn.DataParallel(Tagger()).cuda()\n",
+    # a name bound to X(...).to(device), with device_ids
+    "import torch\nfrom model import Tagger\nmodel = Tagger().to('cuda')\nnet = torch.nn.DataParallel(model, device_ids=[0, 1])\n",
+    # rebinding the same name
+    "from torch.nn import DataParallel\nimport model as m\nnet = m.Tagger()\nnet = net.cuda()\nnet = DataParallel(net)\n",
+    # an alias of the class
+    "import torch.nn as nn\nfrom model import Tagger\nDP = nn.DataParallel\n\ndef main():\n    return DP(Tagger())\n",
+    # the functional form
+    "import torch\nfrom model import Tagger\n\ndef run(x):\n    module = Tagger()\n    return torch.nn.parallel.data_parallel(module, (x,), device_ids=[0, 1])\n",
+    "from torch.nn.parallel import data_parallel\nfrom model import Tagger\n\ndef run(x):\n    return data_parallel(Tagger(), x)\n",
+    # an attribute of another object, set in its __init__
+    "import torch.nn as nn\nfrom model import Tagger\n\nclass Trainer:\n    def __init__(self):\n"
+    "        self.model = Tagger()\n        self.net = nn.DataParallel(self.model)\n",
+    # a classmethod constructor
+    "import torch.nn as nn\nfrom model import Tagger\nnet = nn.DataParallel(Tagger.from_config({}))\n",
+], ids=["call-then-cuda", "name-with-device-ids", "rebound-name", "alias", "data-parallel-function",
+        "data-parallel-imported", "self-attribute", "classmethod"])
+def test_wrap_forms_resolve_to_the_class_and_its_submodules(tmp_path, train):
+    files = write_project(tmp_path, {"model.py": MODEL, "train.py": train})
+    index = build_index(files)
+    assert index.unresolved == []
+    assert names(index.direct) == {"Tagger"}
+    assert names(index.wrapped) == {"Tagger", "Encoder"}
+
+
+def test_factory_in_a_package_with_relative_imports_and_bases_in_another_file(tmp_path):
+    files = write_project(tmp_path, {
+        "models/__init__.py": "",
+        "models/base.py": "import torch.nn as nn\n\nclass BaseModel(nn.Module):\n    pass\n",
+        "models/layers.py": MODEL,
+        "models/factory.py": """
+            from .base import BaseModel
+            from . import layers
+
+            class Classifier(BaseModel):
+                def __init__(self):
+                    super().__init__()
+                    self.stack = nn.ModuleList([layers.Encoder() for _ in range(2)])
+                    self.vocab = Vocabulary()
+
+            class Vocabulary:
+                pass
+
+            def build(kind):
+                if kind == "tagger":
+                    model = layers.Tagger()
+                    return model
+                return Classifier()
+        """,
+        "train.py": "import torch.nn as nn\nfrom models.factory import build\nmodel = nn.DataParallel(build('tagger'))\n",
+    })
+    index = build_index(files)
+    assert index.unresolved == []
+    assert names(index.direct) == {"Tagger", "Classifier"}
+    # Vocabulary is constructed in a method but is not an nn.Module: not a submodule.
+    assert names(index.wrapped) == {"Tagger", "Classifier", "Encoder", "BaseModel"}
+
+
+@pytest.mark.parametrize("train, reason", [
+    ("import torch.nn as nn\n\ndef wrap(model):\n    return nn.DataParallel(model)\n", "cannot be followed"),
+    ("import torch.nn as nn\nimport torchvision\nnet = nn.DataParallel(torchvision.models.resnet18())\n",
+     "function of another package"),
+    ("import torch.nn as nn\nnet = nn.DataParallel(load_model())\n", "not defined or imported"),
+    ("import torch.nn as nn\nfrom model import missing_factory\nnet = nn.DataParallel(missing_factory())\n",
+     "not found in model.py"),
+])
+def test_wraps_that_cannot_be_resolved_are_recorded_with_why(tmp_path, monkeypatch, train, reason):
+    monkeypatch.chdir(tmp_path)
+    files = write_project(tmp_path, {"model.py": MODEL, "train.py": train})
+    index = build_index(files)
+    [unresolved] = index.unresolved
+    assert str(unresolved.site).startswith("train.py:")
+    assert reason in unresolved.reason
+    assert index.wrapped == {}
+
+
+def test_a_class_of_another_package_is_resolved_but_adds_nothing(tmp_path):
+    files = write_project(tmp_path, {
+        "model.py": MODEL,
+        "train.py": "import torch.nn as nn\nfrom transformers import BertModel\nnet = nn.DataParallel(BertModel())\n",
+    })
+    index = build_index(files)
+    assert index.unresolved == [] and index.wrapped == {}
+
+
+def test_only_files_that_mention_data_parallel_or_are_reached_are_parsed(tmp_path):
+    files = write_project(tmp_path, {
+        "model.py": MODEL,
+        "unrelated.py": "class Vocabulary:\n    pass\n",
+        "train.py": "import torch.nn as nn\nfrom model import Tagger\nnet = nn.DataParallel(Tagger())\n",
+    })
+    builder = IndexBuilder(files)
+    builder.build()
+    assert builder.files_parsed == 2
+
+
+def test_cache_reuses_summaries_until_a_file_changes(tmp_path):
+    project = tmp_path / "project"
+    files = write_project(project, {
+        "model.py": MODEL,
+        "train.py": "import torch.nn as nn\nfrom model import Tagger\nnet = nn.DataParallel(Tagger())\n",
+    })
+    cache_file = tmp_path / "cache" / "index.json"
+    first = IndexBuilder(files, cache_file=cache_file)
+    first.build()
+    first.save_cache()
+    assert first.files_parsed == 2
+
+    second = IndexBuilder(files, cache_file=cache_file)
+    assert names(second.build().direct) == {"Tagger"}
+    assert second.files_parsed == 0
+
+    train = project / "train.py"
+    train.write_text("import torch.nn as nn\nfrom model import Encoder\nnet = nn.DataParallel(Encoder())\n")
+    os.utime(train, ns=(train.stat().st_atime_ns, train.stat().st_mtime_ns + 10**9))
+    third = IndexBuilder(files, cache_file=cache_file)
+    assert names(third.build().direct) == {"Encoder"}
+    assert third.files_parsed == 1
+
+
+def test_a_damaged_cache_file_is_ignored(tmp_path):
+    files = write_project(tmp_path / "project", {
+        "model.py": MODEL,
+        "train.py": "import torch.nn as nn\nfrom model import Tagger\nnet = nn.DataParallel(Tagger())\n",
+    })
+    cache_file = tmp_path / "index.json"
+    cache_file.write_text('{"format": 1, "files": {"x": [1, 2')
+    assert names(build_index(files, cache_file=cache_file).direct) == {"Tagger"}
+    assert json.loads(cache_file.read_text())["format"] == 1
+
+
+def _build_repeatedly(arguments):
+    files, cache_file = arguments
+    found = set()
+    for _ in range(15):
+        found |= names(build_index(files, cache_file=Path(cache_file)).direct)
+    return found
+
+
+def test_processes_sharing_the_cache_file_never_read_a_partial_one(tmp_path):
+    files = write_project(tmp_path / "project", {
+        "model.py": MODEL,
+        **{f"module_{n}.py": f"import torch.nn as nn\n\nclass Layer{n}(nn.Module):\n    pass\n" for n in range(30)},
+        "train.py": "import torch.nn as nn\nfrom model import Tagger\nnet = nn.DataParallel(Tagger())\n",
+    })
+    cache_file = str(tmp_path / "cache" / "index.json")
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        results = pool.map(_build_repeatedly, [(files, cache_file)] * 4)
+    assert all(found == {"Tagger"} for found in results)
+    json.loads(Path(cache_file).read_text())  # whole, never half written
+    assert not [p for p in Path(cache_file).parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_flake8_project_is_the_folder_holding_setup_cfg(tmp_path):
+    context = context_in_project(str(SAMPLE / "seq2seq" / "tagger.py"), "wrapped", tmp_path)
+    assert dict(context.direct)["Tagger"].endswith("train.py:10")
+    assert context.unresolved and context.unresolved[0].endswith("scripts/evaluate.py:9")
+    without_scripts = context_in_project(str(SAMPLE / "seq2seq" / "tagger.py"), "wrapped", tmp_path, ("scripts",))
+    assert without_scripts.unresolved == ()
