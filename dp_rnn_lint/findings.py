@@ -34,7 +34,16 @@ class AppendKeywordArgument:
     value: str  # source text of the argument's value
 
 
-Edit = Union[InsertAtBodyStart, InsertBeforeStatement, AppendKeywordArgument]
+@dataclass(frozen=True)
+class AppendMethodCall:
+    """`lengths` becomes `lengths.cpu()` (parenthesised first when the expression needs it)."""
+
+    expression: cst.BaseExpression
+    method: str
+    shown: str  # the expression's source text, for the fix's description
+
+
+Edit = Union[InsertAtBodyStart, InsertBeforeStatement, AppendKeywordArgument, AppendMethodCall]
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,8 @@ def _describe(edits: Tuple[Edit, ...]) -> str:
     for edit in edits:
         if isinstance(edit, AppendKeywordArgument):
             parts.append(f"pass `{edit.keyword}={edit.value}`")
+        elif isinstance(edit, AppendMethodCall):
+            parts.append(f"call `.{edit.method}()` on `{edit.shown}`")
         else:
             parts.append("insert `" + "; ".join(text for _, text in edit.lines) + "`")
     description = ", then ".join(dict.fromkeys(parts))

@@ -1,7 +1,8 @@
 """Apply every fix of a file in one transformer pass, touching nothing but the inserted code.
 
 Edits are keyed by the identity of nodes in the tree the rules looked at, and only insert: a
-statement at the top of a body or before a statement, or a keyword argument at the end of a call.
+statement at the top of a body or before a statement, a keyword argument at the end of a call, or a
+method call after an expression.
 libcst regenerates everything else byte for byte (comments, blank lines, quotes, line endings).
 """
 
@@ -14,7 +15,8 @@ from typing import Dict, Iterable, List, Sequence, Tuple, Union
 
 import libcst as cst
 
-from .findings import AppendKeywordArgument, Edit, Fix, InsertAtBodyStart, InsertBeforeStatement, StatementLines, TextEdit
+from .findings import (AppendKeywordArgument, AppendMethodCall, Edit, Fix, InsertAtBodyStart, InsertBeforeStatement,
+                       StatementLines, TextEdit)
 
 
 class FixError(Exception):
@@ -77,6 +79,7 @@ class _EditApplier(cst.CSTTransformer):
         self.body_start: Dict[cst.CSTNode, List[StatementLines]] = {}
         self.before: Dict[cst.CSTNode, List[StatementLines]] = {}
         self.arguments: Dict[cst.CSTNode, List[Tuple[str, str]]] = {}
+        self.method_calls: Dict[cst.CSTNode, List[str]] = {}
         for edit in edits:
             if isinstance(edit, InsertAtBodyStart):
                 _add_unique(self.body_start.setdefault(edit.function, []), edit.lines)
@@ -84,6 +87,14 @@ class _EditApplier(cst.CSTTransformer):
                 _add_unique(self.before.setdefault(edit.statement, []), edit.lines)
             elif isinstance(edit, AppendKeywordArgument):
                 _add_unique(self.arguments.setdefault(edit.call, []), (edit.keyword, edit.value))
+            elif isinstance(edit, AppendMethodCall):
+                _add_unique(self.method_calls.setdefault(edit.expression, []), edit.method)
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
+        updated = super().on_leave(original_node, updated_node)
+        for method in self.method_calls.get(original_node, ()):
+            updated = _append_method_call(updated, method)
+        return updated
 
     # -- statements ---------------------------------------------------------------------------------
     def _with_insertions(self, original: Sequence[cst.CSTNode], updated: Sequence[cst.CSTNode]) -> List[cst.CSTNode]:
@@ -135,6 +146,14 @@ class _EditApplier(cst.CSTTransformer):
         for keyword, value in pending:
             call = _append_keyword(call, keyword, value)
         return call
+
+
+def _append_method_call(expression: cst.BaseExpression, method: str) -> cst.Call:
+    """`expr.method()`; an expression that is not a name, attribute, call or subscript is parenthesised."""
+    atomic = isinstance(expression, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expression.lpar
+    if not atomic:
+        expression = expression.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.Call(func=cst.Attribute(value=expression, attr=cst.Name(method)))
 
 
 def _add_unique(items: List, item) -> None:

@@ -16,8 +16,24 @@ from dp_rnn_lint.harness.loading import LoadProblem, load_model_and_inputs  # no
 
 from .conftest import expected_findings, fixture_files, fixture_id  # noqa: E402
 
-FLATTEN_PROBLEM = re.compile(r"^RNN submodule `[^`]+` \(\w+\) ran on replicas? [\d, ]+ before flatten_parameters\(\)")
-GATHER_PROBLEM = re.compile(r"^gathering output\S* from the replicas fails: Gather got an input of invalid size")
+# What the harness reports for each rule's trap.
+PROBLEMS = {
+    "DPR001": re.compile(r"^RNN submodule `[^`]+` \(\w+\) ran on replicas? [\d, ]+ before flatten_parameters\(\)"),
+    "DPR002": re.compile(r"^gathering output\S* from the replicas fails: Gather got an input of invalid size"),
+    "DPR003": re.compile(r"^replica \d+ raised RuntimeError at \S+: 'lengths' argument should be a 1D CPU int64 tensor, "
+                         r"but got 1D cuda:\d+ \w+ tensor"),
+    # The state is gathered along its layer dimension (returned), or scattered along it (passed in).
+    "DPR004": re.compile(r"^(output\S* under DataParallel differs from the single-device output \(an output whose batch "
+                         r"dimension is not dim 0|replica \d+ raised RuntimeError at \S+: Expected hidden(\[0\])? size)"),
+}
+
+
+def assert_problems_are_exactly(report, codes):
+    """Every problem is one of the traps in `codes`, and every trap in `codes` shows."""
+    matched = {code: [p for p in report.problems if pattern.match(p)] for code, pattern in PROBLEMS.items()}
+    for code in PROBLEMS:
+        assert bool(matched[code]) == (code in codes), (code, report.problems)
+    assert sum(len(found) for found in matched.values()) == len(report.problems), report.problems
 
 
 def load(path):
@@ -47,12 +63,7 @@ def test_enough_fixtures_run():
 def test_fixture_fails_the_harness_with_exactly_its_pitfalls(path):
     model, inputs, kwargs = load(path)
     report = check_data_parallel(model, *inputs, **kwargs)
-    codes = pitfalls(path)
-    flatten = [p for p in report.problems if FLATTEN_PROBLEM.match(p)]
-    gather = [p for p in report.problems if GATHER_PROBLEM.match(p)]
-    assert bool(flatten) == ("DPR001" in codes), report.problems
-    assert bool(gather) == ("DPR002" in codes), report.problems
-    assert len(flatten) + len(gather) == len(report.problems), report.problems
+    assert_problems_are_exactly(report, pitfalls(path))
 
 
 @pytest.mark.parametrize("path", [p for p in RUNNABLE if pitfalls(p)], ids=fixture_id)
@@ -68,12 +79,7 @@ def test_fix_makes_the_model_pass_and_changes_no_numbers(path, tmp_path):
     report = check_data_parallel(fixed_model, *inputs, **kwargs)
     if unfixable or noqa:
         # What the fix could not (or was told not to) touch still fails, and nothing else does.
-        remaining = unfixable | noqa
-        flatten = [p for p in report.problems if FLATTEN_PROBLEM.match(p)]
-        gather = [p for p in report.problems if GATHER_PROBLEM.match(p)]
-        assert bool(flatten) == ("DPR001" in remaining), report.problems
-        assert bool(gather) == ("DPR002" in remaining), report.problems
-        assert len(flatten) + len(gather) == len(report.problems), report.problems
+        assert_problems_are_exactly(report, unfixable | noqa)
         return
     assert report.ok, report.problems
 

@@ -50,11 +50,11 @@ MODEL = """
 
 def test_sample_project_wraps_through_a_package_reexport_and_a_factory():
     index = build_index(python_files(SAMPLE))
-    assert names(index.wrapped) == {"Seq2Seq", "Encoder", "Decoder", "Tagger"}
-    assert names(index.direct) == {"Seq2Seq", "Tagger"}
+    assert names(index.wrapped) == {"Seq2Seq", "Encoder", "Decoder", "Tagger", "Reranker"}
+    assert names(index.direct) == {"Seq2Seq", "Tagger", "Reranker"}
     sites = {name: [str(site) for site in found] for (_, name), found in index.direct.items()}
-    assert sites["Seq2Seq"][0].endswith("train.py:8")
-    assert sites["Tagger"][0].endswith("train.py:10")
+    assert sites["Seq2Seq"][0].endswith("train.py:9")
+    assert sites["Tagger"][0].endswith("train.py:11")
     [unresolved] = index.unresolved
     assert str(unresolved.site).endswith("scripts/evaluate.py:9")
     assert "torch.load" in unresolved.reason
@@ -223,7 +223,7 @@ def test_processes_sharing_the_cache_file_never_read_a_partial_one(tmp_path):
 
 def test_flake8_project_is_the_folder_holding_setup_cfg(tmp_path):
     context = context_in_project(str(SAMPLE / "seq2seq" / "tagger.py"), "wrapped", tmp_path)
-    assert dict(context.direct)["Tagger"].endswith("train.py:10")
+    assert dict(context.direct)["Tagger"].endswith("train.py:11")
     assert context.unresolved and context.unresolved[0].endswith("scripts/evaluate.py:9")
     without_scripts = context_in_project(str(SAMPLE / "seq2seq" / "tagger.py"), "wrapped", tmp_path, ("scripts",))
     assert without_scripts.unresolved == ()

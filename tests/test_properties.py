@@ -107,6 +107,7 @@ def models(draw) -> str:
     indent = draw(st.sampled_from(["    ", "  ", "\t"]))
     newline = draw(st.sampled_from(["\n", "\r\n"]))
     final_newline = draw(st.booleans())
+    lengths = draw(st.sampled_from(["lengths", "lengths.cpu()"]))
 
     rnn = spelling.rnn.format(kind=kind)
     build = (
@@ -128,7 +129,7 @@ def models(draw) -> str:
             run_lines.append(f"x, _ = self.{attr}(x)")
     else:
         packed = "x" if pipeline == "pack-rebinding" else "packed"
-        run_lines.append(f"{packed} = {spelling.pack}(x, lengths, batch_first={batch_first}, enforce_sorted=False)")
+        run_lines.append(f"{packed} = {spelling.pack}(x, {lengths}, batch_first={batch_first}, enforce_sorted=False)")
         if as_list:
             run_lines += [f"for layer in self.{attr}:", f"    {packed}, _ = layer({packed})"]
         else:
@@ -175,6 +176,7 @@ class _WithoutInsertions(ast.NodeTransformer):
     def __init__(self):
         self.removed_statements = 0
         self.removed_arguments = 0
+        self.removed_cpu_calls = 0
         self.bound_names = set()  # names the removed statements bind (loop variables, new locals)
 
     def _inserted(self, node) -> bool:
@@ -208,13 +210,20 @@ class _WithoutInsertions(ast.NodeTransformer):
             kept = [k for k in node.keywords if k.arg != "total_length"]
             self.removed_arguments += len(node.keywords) - len(kept)
             node.keywords = kept
+            # `lengths.cpu()` as an argument reads as `lengths`.
+            for index, arg in enumerate(node.args):
+                if (isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "cpu"
+                        and not arg.args and not arg.keywords):
+                    node.args[index] = arg.func.value
+                    self.removed_cpu_calls += 1
         return super().generic_visit(node)
 
 
 def stripped(source: bytes):
     transformer = _WithoutInsertions()
     tree = transformer.visit(ast.parse(source))
-    return ast.dump(tree), transformer.removed_statements, transformer.removed_arguments, transformer.bound_names
+    return (ast.dump(tree), transformer.removed_statements, transformer.removed_arguments, transformer.bound_names,
+            transformer.removed_cpu_calls)
 
 
 def names_in(source: bytes) -> set:
@@ -247,11 +256,12 @@ def check_generated_model(source: str) -> None:
     fixed = first.fixed
     compile(fixed, "model.py", "exec", dont_inherit=True)
 
-    # The fixed tree is the original tree plus exactly one statement per DPR001 fix and one
-    # argument (with, for a rebound name, one statement) per DPR002 fix.
-    original_tree, original_statements, original_arguments, original_bound = stripped(data)
-    fixed_tree, fixed_statements, fixed_arguments, fixed_bound = stripped(fixed)
+    # The fixed tree is the original tree plus exactly one statement per DPR001 fix, one argument
+    # (with, for a rebound name, one statement) per DPR002 fix and one `.cpu()` per DPR003 fix.
+    original_tree, original_statements, original_arguments, original_bound, original_cpu = stripped(data)
+    fixed_tree, fixed_statements, fixed_arguments, fixed_bound, fixed_cpu = stripped(fixed)
     assert fixed_tree == original_tree
+    assert fixed_cpu - original_cpu == sum(1 for f in fixable if f.code == "DPR003")
     flatten_fixes = sum(1 for f in fixable if f.code == "DPR001")
     pad_fixes = sum(1 for f in fixable if f.code == "DPR002")
     pad_fixes_with_a_local = sum(1 for f in fixable if f.code == "DPR002" and "measured before it is packed" in f.message)

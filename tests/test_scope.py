@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -41,12 +42,54 @@ def reported(output: str) -> set:
     return found
 
 
+# Markers in the sample project: `expect:` in both scopes, `expect-scope-any:` or `expect-scope-wrapped:` in one.
+_MARKER = re.compile(r"#\s*expect(?:-scope-(?P<scope>any|wrapped))?:\s*(?P<codes>DPR\d{3}(?:\s+unfixable)?"
+                     r"(?:\s*,\s*DPR\d{3}(?:\s+unfixable)?)*)")
+
+
+def expected(scope: str, skip: str = "") -> set:
+    """(path, line, code) the markers announce for a scope."""
+    found = set()
+    for path in sorted(SAMPLE.rglob("*.py")):
+        relative = path.relative_to(SAMPLE).as_posix()
+        if skip and relative.startswith(skip):
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            match = _MARKER.search(line)
+            if match and match.group("scope") in (None, scope):
+                found |= {(relative, number, item.split()[0]) for item in match.group("codes").split(",")}
+    return found
+
+
+def located(output: str) -> set:
+    found = set()
+    for line in output.splitlines():
+        parts = line.split(":", 3)
+        if len(parts) == 4 and parts[3].strip()[:3] == "DPR":
+            found.add((parts[0].removeprefix("./"), int(parts[1]), parts[3].split()[0]))
+    return found
+
+
+@pytest.mark.parametrize("scope, cli_options, flake8_options, markers", [
+    ("any", [], [], ("any",)),
+    ("wrapped", ["--extend-exclude", "scripts"], ["--extend-exclude=scripts"], ("wrapped",)),
+    # The unresolved wrap in scripts/ keeps every class a candidate: what either scope alone would find.
+    ("wrapped", [], [], ("any", "wrapped")),
+], ids=["any", "wrapped", "wrapped-with-unresolved-wrap"])
+def test_cli_and_flake8_report_what_the_sample_projects_markers_say(project, scope, cli_options, flake8_options, markers):
+    want = set().union(*(expected(marker) for marker in markers))
+    cli = run(project, "--format", "concise", "--scope", scope, *cli_options)
+    assert located(cli.stdout) == want, cli.stdout
+    plugin = flake8(project, f"--dp-rnn-scope={scope}", *flake8_options)
+    assert located(plugin.stdout) == want, plugin.stdout
+
+
 def test_wrapped_scope_checks_only_wrapped_classes_and_names_the_wrap(project):
     everything = reported(run(project, "--format", "concise", "--select", "DPR001").stdout)
     assert ("seq2seq/legacy.py", "DPR001") in everything
     result = run(project, "--format", "concise", "--select", "DPR001", "--scope", "wrapped", "--extend-exclude", "scripts")
     assert reported(result.stdout) == everything - {("seq2seq/legacy.py", "DPR001")}
-    assert "(wrapped at train.py:8)" in result.stdout
+    assert "(wrapped at train.py:9)" in result.stdout
     assert "could not be resolved" not in result.stdout
 
 
@@ -70,7 +113,7 @@ def test_scope_any_lists_no_unresolved_wraps(project):
 def test_scope_from_pyproject_and_the_command_line_overriding_it(project):
     (project / "pyproject.toml").write_text('[tool.dp-rnn-lint]\nscope = "wrapped"\nextend-exclude = ["scripts"]\n')
     configured = run(project, "--format", "concise", "--select", "DPR001")
-    assert "legacy.py" not in configured.stdout and "(wrapped at train.py:8)" in configured.stdout
+    assert "legacy.py" not in configured.stdout and "(wrapped at train.py:9)" in configured.stdout
     overridden = run(project, "--format", "concise", "--select", "DPR001", "--scope", "any")
     assert "legacy.py" in overridden.stdout
 
@@ -94,8 +137,9 @@ def test_flake8_option_and_setup_cfg_scope(project):
     everything = reported(flake8(project, "--extend-exclude=scripts").stdout)
     assert ("seq2seq/legacy.py", "DPR001") in everything
     option = flake8(project, "--extend-exclude=scripts", "--dp-rnn-scope=wrapped")
-    assert reported(option.stdout) == everything - {("seq2seq/legacy.py", "DPR001")}
-    assert "(wrapped at train.py:8)" in option.stdout
+    assert ("seq2seq/legacy.py", "DPR001") not in reported(option.stdout)
+    assert ("seq2seq/reranker.py", "DPR003") in reported(option.stdout)  # list lengths: wrapped scope only
+    assert "(wrapped at train.py:9)" in option.stdout
     with open(project / "setup.cfg", "a") as config:
         config.write("\n[flake8]\ndp-rnn-scope = wrapped\nextend-exclude = scripts\n")
     configured = flake8(project)

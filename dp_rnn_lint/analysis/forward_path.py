@@ -15,7 +15,7 @@ import libcst as cst
 from .modules import ModuleClass, ModuleModel, RnnSubmodule, is_self_attribute, iter_nodes, self_name
 from .names import Scope
 from .statements import StatementTracker
-from .torch_names import PAD_PACKED_SEQUENCE, canonical
+from .torch_names import PACK_PADDED_SEQUENCE, PAD_PACKED_SEQUENCE, canonical
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,22 @@ class PadCall:
     scope: Scope
 
 
-Event = Union[Invocation, Flatten, WeightReplacement, PadCall]
+@dataclass(frozen=True)
+class PackCall:
+    call: cst.Call
+    function: Union[cst.FunctionDef, cst.Lambda]  # innermost function holding the call
+    method: cst.FunctionDef  # the method on the forward path whose body holds it
+
+
+@dataclass(frozen=True)
+class HelperEntry:
+    """Where the forward path first enters a helper method: `self.encode(x, lengths)` in `caller`."""
+
+    call: cst.Call
+    caller: cst.FunctionDef
+
+
+Event = Union[Invocation, Flatten, WeightReplacement, PadCall, PackCall]
 
 
 class ForwardPath:
@@ -66,7 +81,10 @@ class ForwardPath:
         self.cls = cls
         self.rnns: Dict[str, RnnSubmodule] = model.rnn_submodules(cls)
         self._inlined: Set[cst.FunctionDef] = set()
+        # How each helper on the path was first reached, to follow its parameters back to forward's.
+        self.entries: Dict[cst.FunctionDef, HelperEntry] = {}
         found = cls.find_method("forward")
+        self.forward: Optional[cst.FunctionDef] = found[0] if found else None
         self.events: List[Event] = self.walk(found[0], found[1], set()) if found else []
 
     def walk(self, method: cst.FunctionDef, owner: ModuleClass, active: Set[cst.FunctionDef]) -> List[Event]:
@@ -243,10 +261,10 @@ class _MethodWalker(cst.CSTVisitor):
                 return
             helper = is_self_attribute(func, self.me)
             if helper is not None:
-                self._inline(helper, after=None)
+                self._inline(helper, after=None, call=original_node)
                 return
             if self._is_super_call(func.value):
-                self._inline(func.attr.value, after=self.owner)
+                self._inline(func.attr.value, after=self.owner, call=original_node)
                 return
         qualified = self.model.resolver.qualified_name(func, self.scope)
         if qualified == "builtins.setattr" and len(original_node.args) == 3:
@@ -254,8 +272,11 @@ class _MethodWalker(cst.CSTVisitor):
             if attr and attr != EVERY_RNN:
                 self.events.append(WeightReplacement(attr, original_node, self._statements.statements))
             return
-        if canonical(qualified) == PAD_PACKED_SEQUENCE:
+        name = canonical(qualified)
+        if name == PAD_PACKED_SEQUENCE:
             self.events.append(PadCall(original_node, self._functions[-1], self.scope))
+        elif name == PACK_PADDED_SEQUENCE:
+            self.events.append(PackCall(original_node, self._functions[-1], self.method))
 
     def _invocation(self, attr: str, call: cst.Call) -> None:
         self.events.append(Invocation(attr, call, self.method, self._statements.insertion_point()))
@@ -268,7 +289,7 @@ class _MethodWalker(cst.CSTVisitor):
             and self.model.resolver.qualified_name(node.func, self.scope) == "builtins.super"
         )
 
-    def _inline(self, name: str, after: Optional[ModuleClass]) -> None:
+    def _inline(self, name: str, after: Optional[ModuleClass], call: cst.Call) -> None:
         found = self.path.cls.find_method(name, after=after)
         if found is None:
             return
@@ -279,6 +300,7 @@ class _MethodWalker(cst.CSTVisitor):
             # call would grow exponentially with nested helpers.
             return
         self.path._inlined.add(method)
+        self.path.entries.setdefault(method, HelperEntry(call, self.method))
         self.events.extend(self.path.walk(method, owner, self.active))
 
 
@@ -299,4 +321,5 @@ def flatten_call_sites(model: ModuleModel, cls: ModuleClass, attr: str) -> List[
     return sites
 
 
-__all__ = ["EVERY_RNN", "ForwardPath", "Invocation", "Flatten", "WeightReplacement", "PadCall", "flatten_call_sites"]
+__all__ = ["EVERY_RNN", "ForwardPath", "Invocation", "Flatten", "WeightReplacement", "PadCall", "PackCall", "HelperEntry",
+           "flatten_call_sites"]

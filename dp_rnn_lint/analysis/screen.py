@@ -3,10 +3,12 @@
 The libcst analysis is the source of truth, and costs tens of milliseconds a file; most files that
 mention an RNN (torch's own sources, data loading, docs) cannot hold a finding, and `ast` tells so in
 a fraction of that. The screen only ever says "maybe" too often, never "no" wrongly: every rule needs
-a `forward` method (DataParallel runs nothing else), DPR001 needs a class that mentions an RNN class
-(directly, or through a name bound in the file to something that does, or through `getattr` on a
-module), and DPR002 needs a `pad_packed_sequence` call (under any alias) that does not pass a
-`total_length`. This module never imports libcst.
+a `forward` method (DataParallel runs nothing else), DPR001 and DPR004 need a class that mentions an
+RNN class (directly, or through a name bound in the file to something that does, or through `getattr`
+on a module), DPR002 needs a `pad_packed_sequence` call (under any alias) that does not pass a
+`total_length`, and DPR003 a `pack_padded_sequence` call. (DPR004 also needs a class DataParallel
+wraps directly: the engine drops the code before the screen when the file has none.) This module
+never imports libcst.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from typing import Dict, Iterable, Iterator, List, Set, Tuple
 
 RNN_NAMES = frozenset({"RNN", "LSTM", "GRU"})
 PAD_PACKED = "pad_packed_sequence"
+PACK_PADDED = "pack_padded_sequence"
+# Codes whose findings start from an RNN the class holds.
+_RNN_CODES = frozenset({"DPR001", "DPR004"})
 # Stands for `getattr(module, name)` in a set of identifiers: an RNN class may be looked up by name.
 _GETATTR = "getattr()"
 
@@ -27,12 +32,15 @@ _RNN_WORD = re.compile(rb"\b(?:RNN|LSTM|GRU)\b|getattr")
 
 def may_have_findings_text(source, codes: Iterable[str]) -> bool:
     """False when the text alone shows that no rule among `codes` can find anything: no `forward`, and
-    neither an RNN class name nor `getattr` (DPR001) nor `pad_packed_sequence` (DPR002)."""
+    neither an RNN class name nor `getattr` (DPR001, DPR004) nor `pad_packed_sequence` (DPR002) nor
+    `pack_padded_sequence` (DPR003)."""
     data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
     if b"forward" not in data:
         return False
     codes = set(codes)
-    return ("DPR002" in codes and PAD_PACKED.encode() in data) or ("DPR001" in codes and _RNN_WORD.search(data) is not None)
+    return (("DPR002" in codes and PAD_PACKED.encode() in data)
+            or ("DPR003" in codes and PACK_PADDED.encode() in data)
+            or (bool(codes & _RNN_CODES) and _RNN_WORD.search(data) is not None))
 
 
 def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
@@ -43,7 +51,9 @@ def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
     bindings = list(_bindings(tree))
     if "DPR002" in codes and _has_pad_call_without_total_length(tree, _closure(bindings, {PAD_PACKED}, set())):
         return True
-    if "DPR001" in codes:
+    if "DPR003" in codes and _has_call(tree, _closure(bindings, {PACK_PADDED}, set())):
+        return True
+    if codes & _RNN_CODES:
         torch_nn = _torch_nn_names(tree)
         rnn_names = _closure(bindings, set(RNN_NAMES) | {_GETATTR}, torch_nn)
         return any(isinstance(node, ast.ClassDef) and _class_may_hold_rnn(node, rnn_names, torch_nn) for node in ast.walk(tree))
@@ -184,6 +194,10 @@ def _has_pad_call_without_total_length(tree: ast.Module, pad_names: Set[str]) ->
         if isinstance(node, ast.Call) and callee_name(node.func) in pad_names and not _passes_total_length(node):
             return True
     return False
+
+
+def _has_call(tree: ast.Module, names: Set[str]) -> bool:
+    return any(isinstance(node, ast.Call) and callee_name(node.func) in names for node in ast.walk(tree))
 
 
 def callee_name(func: ast.AST) -> str:

@@ -10,7 +10,12 @@ import importlib
 import inspect
 from typing import Any, Dict, Tuple
 
-RULE_MODULES = ("dpr001_flatten_parameters", "dpr002_pad_packed_total_length")
+RULE_MODULES = (
+    "dpr001_flatten_parameters",
+    "dpr002_pad_packed_total_length",
+    "dpr003_pack_lengths_on_gpu",
+    "dpr004_hidden_state_crosses_data_parallel",
+)
 # Each module is named after its rule's code (a test checks that the classes agree).
 RULE_CODES: Tuple[str, ...] = tuple(name.split("_", 1)[0].upper() for name in RULE_MODULES)
 

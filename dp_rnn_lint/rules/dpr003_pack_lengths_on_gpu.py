@@ -1,0 +1,330 @@
+"""DPR003: `pack_padded_sequence` lengths left on the GPU in a forward pass.
+
+## What it does
+Flags calls of `torch.nn.utils.rnn.pack_padded_sequence` (under any import spelling) in `forward`, or
+in a method `forward` reaches, whose `lengths` come from a tensor parameter of `forward` (directly,
+through helper methods' parameters, or through tensor methods such as `mask.sum(1)` or
+`lengths.long()`) without a conversion to the CPU (`.cpu()`, `.to("cpu")`, `.tolist()`...).
+
+With `--scope wrapped`, it also flags lengths that are a list parameter of the forward of a class
+DataParallel runs.
+
+## Why is this bad?
+`nn.DataParallel` scatters every tensor argument of the wrapped module's `forward` onto the replicas'
+GPUs, and `pack_padded_sequence` only takes lengths on the CPU:
+
+    RuntimeError: 'lengths' argument should be a 1D CPU int64 tensor, but got 1D cuda:0 Long tensor
+
+A model that works on one device, with the lengths kept on the CPU by the training loop, fails as soon
+as it is wrapped. A Python list of lengths is not split by the scatter at all: every replica receives
+the whole batch's lengths for its slice of the batch, and packing fails or mixes up sequences.
+
+## Example
+```python
+import torch.nn as nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(32, 64, batch_first=True)
+
+    def forward(self, padded, lengths):
+        self.lstm.flatten_parameters()
+        packed = pack_padded_sequence(padded, lengths, batch_first=True, enforce_sorted=False)
+        _, (h_n, _) = self.lstm(packed)
+        return h_n[-1]
+```
+
+## Use instead
+```python
+import torch.nn as nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(32, 64, batch_first=True)
+
+    def forward(self, padded, lengths):
+        self.lstm.flatten_parameters()
+        packed = pack_padded_sequence(padded, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        _, (h_n, _) = self.lstm(packed)
+        return h_n[-1]
+```
+
+## Fix safety
+The fix appends `.cpu()` to the lengths argument. On a tensor already on the CPU, `.cpu()` returns
+the tensor itself, so on one device nothing changes. It is safe when the parameter is known to be a
+tensor (annotated as one, or used as one: `lengths.max()`, `mask.sum(1)`), and unsafe when nothing in
+the code says so: were it a list, `.cpu()` would raise. List parameters (annotated `List[int]`, or
+with a list default) get no fix: the caller must pass a tensor, which changes its contract.
+
+## How to suppress
+Put `# noqa: DPR003` on the reported line (the line where the call starts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Iterator, Optional, Set
+
+import libcst as cst
+
+from ..analysis import FileAnalysis
+from ..analysis.dataflow import FunctionFlow
+from ..analysis.forward_path import ForwardPath, PackCall
+from ..analysis.modules import self_name, string_value
+from ..findings import AppendMethodCall, Fix, Violation
+from .base import Example, Rule
+
+# Methods whose result is no longer a tensor on the replica's device (or not a tensor at all).
+_LEAVES_THE_DEVICE = frozenset({"cpu", "tolist", "numpy", "item", "size", "dim", "numel", "nelement", "stride"})
+# List methods: a parameter used only through these may be a list.
+_LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "index", "count", "sort", "reverse",
+                           "copy", "clear"})
+_LIST_ANNOTATIONS = ("List", "list", "Sequence", "Tuple", "tuple", "Iterable")
+
+_MESSAGE = (
+    "pack_padded_sequence() gets lengths from the forward parameter `{param}` without moving them to the CPU: "
+    "DataParallel scatters tensor arguments onto each replica's GPU, and pack_padded_sequence refuses lengths "
+    "that are not a CPU int64 tensor; pass {shown}.cpu()"
+)
+_LIST_MESSAGE = (
+    "pack_padded_sequence() gets lengths from `{param}`, a list parameter of forward: DataParallel does not split "
+    "lists, so every replica receives the whole batch's lengths for its slice of the batch; pass the lengths as a "
+    "tensor and call .cpu() on it here"
+)
+
+
+@dataclass(frozen=True)
+class _Origin:
+    """The forward parameter the lengths come from, and how the argument reached the pack call."""
+
+    param: cst.Param
+    tensor_methods: bool  # a tensor method was applied on the way (`mask.sum(1)`): it is a tensor
+
+
+class PackLengthsOnGpu(Rule):
+    code = "DPR003"
+    name = "pack-padded-sequence-lengths-on-gpu"
+    summary = "pack_padded_sequence lengths from a forward parameter left on the GPU"
+
+    valid_examples = (
+        "import torch.nn as nn\n"
+        "from torch.nn.utils.rnn import pack_padded_sequence\n"
+        "class Encoder(nn.Module):\n"
+        "    def forward(self, x, lengths):\n"
+        "        return pack_padded_sequence(x, lengths.cpu(), batch_first=True)\n",
+        "import torch.nn as nn\n"
+        "from torch.nn.utils.rnn import pack_padded_sequence\n"
+        "class Encoder(nn.Module):\n"
+        "    def forward(self, x, mask):\n"
+        "        lengths = mask.sum(1).to('cpu')\n"
+        "        return pack_padded_sequence(x, lengths, batch_first=True)\n",
+        # Not in a forward pass: a collate function runs in the data loader, never on a replica.
+        "from torch.nn.utils.rnn import pack_padded_sequence\n"
+        "def collate(padded, lengths):\n"
+        "    return pack_padded_sequence(padded, lengths, batch_first=True)\n",
+    )
+    invalid_examples = (
+        Example(
+            "import torch\n"
+            "import torch.nn as nn\n"
+            "from torch.nn.utils.rnn import pack_padded_sequence\n"
+            "class Encoder(nn.Module):\n"
+            "    def forward(self, x, lengths: torch.Tensor):\n"
+            "        return pack_padded_sequence(x, lengths, batch_first=True)\n",
+            "import torch\n"
+            "import torch.nn as nn\n"
+            "from torch.nn.utils.rnn import pack_padded_sequence\n"
+            "class Encoder(nn.Module):\n"
+            "    def forward(self, x, lengths: torch.Tensor):\n"
+            "        return pack_padded_sequence(x, lengths.cpu(), batch_first=True)\n",
+        ),
+        Example(
+            "import torch.nn as nn\n"
+            "from torch.nn.utils.rnn import pack_padded_sequence\n"
+            "class Encoder(nn.Module):\n"
+            "    def forward(self, x, mask):\n"
+            "        return self.encode(x, mask.sum(-1))\n"
+            "    def encode(self, x, lengths):\n"
+            "        return pack_padded_sequence(x, lengths, enforce_sorted=False)\n",
+            "import torch.nn as nn\n"
+            "from torch.nn.utils.rnn import pack_padded_sequence\n"
+            "class Encoder(nn.Module):\n"
+            "    def forward(self, x, mask):\n"
+            "        return self.encode(x, mask.sum(-1))\n"
+            "    def encode(self, x, lengths):\n"
+            "        return pack_padded_sequence(x, lengths.cpu(), enforce_sorted=False)\n",
+        ),
+    )
+
+    def check(self, analysis: FileAnalysis) -> Iterator[Violation]:
+        seen: Set[cst.Call] = set()
+        flows: Dict[cst.CSTNode, FunctionFlow] = {}
+        for cls in analysis.checked_classes:
+            path = analysis.forward_path(cls)
+            wrapped = analysis.context.scope == "wrapped" and analysis.context.wrap_site(analysis.model.qualname(cls.node))
+            for event in path.events:
+                if not isinstance(event, PackCall) or event.call in seen:
+                    continue
+                seen.add(event.call)
+                violation = self._check_call(analysis, path, event, flows, bool(wrapped), analysis.scope_note(cls))
+                if violation is not None:
+                    yield violation
+
+    def _check_call(self, analysis: FileAnalysis, path: ForwardPath, event: PackCall, flows: Dict,
+                    wrapped: bool, note: str) -> Optional[Violation]:
+        lengths = _lengths_argument(event.call)
+        if lengths is None or event.function is not event.method:
+            return None  # no lengths to follow, or the call sits in a nested function or lambda
+        origin = _trace(path, event.method, lengths, flows, depth=0)
+        if origin is None:
+            return None
+        param = origin.param
+        name = param.name.value
+        kind = _parameter_kind(analysis, path.forward, param, origin.tensor_methods)
+        if kind == "list":
+            if not wrapped:
+                return None  # only known to break where DataParallel runs the class
+            return Violation(self.code, _LIST_MESSAGE.format(param=name) + note, event.call)
+        shown = analysis.module.code_for_node(lengths).strip()
+        message = _MESSAGE.format(param=name, shown=shown if _is_atomic(lengths) else f"({shown})")
+        fix = Fix((AppendMethodCall(lengths, "cpu", shown),), safe=kind == "tensor")
+        return Violation(self.code, message + note, event.call, fix)
+
+
+def _lengths_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
+    if any(arg.star for arg in call.args):
+        return None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "lengths":
+            return arg.value
+    positional = [arg for arg in call.args if arg.keyword is None]
+    return positional[1].value if len(positional) > 1 else None
+
+
+def _flow(function: cst.FunctionDef, flows: Dict) -> FunctionFlow:
+    if function not in flows:
+        flows[function] = FunctionFlow(function)
+    return flows[function]
+
+
+def _trace(path: ForwardPath, method: cst.FunctionDef, expr: cst.BaseExpression, flows: Dict, depth: int,
+           before: Optional[int] = None, tensor_methods: bool = False) -> Optional[_Origin]:
+    """The forward parameter `expr` (in `method`) is computed from while staying a tensor on the same
+    device, or None when it is converted, comes from elsewhere, or cannot be followed."""
+    if depth > 12:
+        return None
+    flow = _flow(method, flows)
+    me = self_name(method)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        if _leaves_the_device(expr):
+            return None
+        receiver = expr.func.value
+        if isinstance(receiver, cst.Name) and receiver.value == me:
+            return None  # self.method(...): not a tensor method
+        return _trace(path, method, receiver, flows, depth + 1, flow.seq_of.get(expr, before), tensor_methods=True)
+    if isinstance(expr, cst.Subscript):
+        return _trace(path, method, expr.value, flows, depth + 1, before, tensor_methods)
+    if not isinstance(expr, cst.Name) or expr.value == me:
+        return None
+    seq = flow.seq_of.get(expr, before)
+    if seq is None:
+        return None
+    site = flow.binding_before(expr.value, seq)
+    if site is not None:
+        if site.value is None or (site.tuple_index is not None and not isinstance(site.value, cst.Call)):
+            return None  # a loop target, `with ... as`, or unpacking something that is not a tensor method's result
+        return _trace(path, method, site.value, flows, depth + 1, site.seq, tensor_methods)
+    param = _parameter(method, expr.value)
+    if param is None:
+        return None
+    if method is path.forward:
+        return _Origin(param, tensor_methods)
+    entry = path.entries.get(method)
+    if entry is None:
+        return None
+    argument = _argument_for(entry.call, method, param)
+    if argument is None:
+        return None
+    return _trace(path, entry.caller, argument, flows, depth + 1, None, tensor_methods)
+
+
+def _leaves_the_device(call: cst.Call) -> bool:
+    method = call.func.attr.value
+    if method in _LEAVES_THE_DEVICE:
+        return True
+    if method == "to":
+        return any(_names_the_cpu(arg.value) for arg in call.args if arg.keyword is None or arg.keyword.value == "device")
+    return False
+
+
+def _names_the_cpu(node: cst.BaseExpression) -> bool:
+    """"cpu", torch.device("cpu"), torch.device("cpu", 0)."""
+    text = string_value(node)
+    if text is not None:
+        return text.split(":")[0] == "cpu"
+    if isinstance(node, cst.Call) and isinstance(node.func, (cst.Attribute, cst.Name)) and node.args:
+        func_name = node.func.attr.value if isinstance(node.func, cst.Attribute) else node.func.value
+        return func_name == "device" and _names_the_cpu(node.args[0].value)
+    return False
+
+
+def _parameter(method: cst.FunctionDef, name: str) -> Optional[cst.Param]:
+    params = method.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == name:
+            return param
+    return None
+
+
+def _argument_for(call: cst.Call, method: cst.FunctionDef, param: cst.Param) -> Optional[cst.BaseExpression]:
+    """What `self.helper(a, b=c)` passes for one of the helper's parameters (self not counted)."""
+    if any(arg.star for arg in call.args):
+        return None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == param.name.value:
+            return arg.value
+    positional = [arg for arg in call.args if arg.keyword is None]
+    ordered = [*method.params.posonly_params, *method.params.params]
+    if self_name(method) is not None:
+        ordered = ordered[1:]
+    if param in ordered and ordered.index(param) < len(positional):
+        return positional[ordered.index(param)].value
+    return None
+
+
+def _parameter_kind(analysis: FileAnalysis, forward: Optional[cst.FunctionDef], param: cst.Param,
+                    tensor_methods: bool) -> str:
+    """"list", "tensor" (known to be one), or "unknown"."""
+    if param.annotation is not None:
+        text = analysis.module.code_for_node(param.annotation.annotation)
+        if "Tensor" in text:
+            return "tensor"
+        if any(word in text for word in _LIST_ANNOTATIONS):
+            return "list"
+    if isinstance(param.default, (cst.List, cst.Tuple)):
+        return "list"
+    if tensor_methods or (forward is not None and _used_as_tensor(forward, param.name.value)):
+        return "tensor"
+    return "unknown"
+
+
+def _used_as_tensor(function: cst.FunctionDef, name: str) -> bool:
+    """`lengths.max()`, `lengths.size(0)`, `lengths.device`: attributes lists do not have."""
+    stack = [function.body]
+    while stack:
+        node = stack.pop()
+        if (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == name
+                and node.attr.value not in _LIST_METHODS):
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def _is_atomic(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or bool(expr.lpar)

@@ -1,0 +1,256 @@
+"""DPR004: RNN hidden state crossing the DataParallel boundary.
+
+## What it does
+Flags an RNN's final hidden state `h_n` (or `(h_n, c_n)`) returned as it is, alone or inside a tuple,
+list or dict, and a parameter passed to an RNN as its initial state as it is, in the `forward` of a
+class that `nn.DataParallel` wraps directly (found by the project index: `nn.DataParallel(Model(...))`,
+a model built by a factory, `data_parallel(model, ...)`).
+
+## Why is this bad?
+An RNN's hidden state is shaped `(num_layers * num_directions, batch, hidden)`: the batch is dim 1.
+DataParallel splits inputs and concatenates outputs along dim 0. Returned from the wrapped forward,
+the replicas' hidden states are concatenated along the layer dimension, and the caller silently gets
+a tensor of the wrong shape (`(2 * layers, batch / 2, hidden)` on two GPUs). Passed in, the initial
+state is split along the layers instead of the batch, and the RNN fails with a hidden-size error (with
+one layer it is not split at all, and fewer replicas run than there are GPUs):
+
+    RuntimeError: Expected hidden size (2, 4, 64), got [1, 8, 64]
+
+## Example
+```python
+import torch.nn as nn
+
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(32, 64, num_layers=2, batch_first=True)
+
+    def forward(self, x):
+        self.gru.flatten_parameters()
+        out, h_n = self.gru(x)
+        return out, h_n
+
+
+model = nn.DataParallel(Tagger())
+```
+
+## Use instead
+```python
+import torch.nn as nn
+
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(32, 64, num_layers=2, batch_first=True)
+
+    def forward(self, x):
+        # The caller receives the state batch first: (batch, layers, hidden). An initial state passed
+        # in goes the same way: taken batch first, then `h0.transpose(0, 1).contiguous()`.
+        self.gru.flatten_parameters()
+        out, h_n = self.gru(x)
+        return out, h_n.transpose(0, 1)
+
+
+model = nn.DataParallel(Tagger())
+```
+
+## Fix safety
+No fix is offered: moving the batch dimension changes what callers pass and receive, so every caller
+must change with it. The message names the wrap site that makes the class a DataParallel target.
+
+## How to suppress
+Put `# noqa: DPR004` on the reported line.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterator, List, Optional, Set
+
+import libcst as cst
+
+from ..analysis import FileAnalysis
+from ..analysis.dataflow import FunctionFlow
+from ..analysis.forward_path import ForwardPath, Invocation
+from ..analysis.modules import ModuleClass, iter_nodes
+from ..findings import Violation
+from .base import Example, Rule
+
+_RETURNED = (
+    "forward returns {what} as it is: its batch is dim 1, and DataParallel gathers outputs along dim 0, so the "
+    "replicas' states are concatenated along the layer dimension and the caller gets a tensor of the wrong shape; "
+    "return {advice} (batch first) and transpose it back where it is used (wrapped at {site})"
+)
+_PASSED_IN = (
+    "forward passes its {names} to {rnn} as the initial state unchanged: DataParallel scatters inputs along dim 0, "
+    "which for a hidden state is the layer dimension, not the batch; take {them} batch first and pass {advice} "
+    "(wrapped at {site})"
+)
+
+
+class HiddenStateCrossesDataParallel(Rule):
+    code = "DPR004"
+    name = "rnn-hidden-state-crosses-data-parallel"
+    summary = "RNN hidden state returned from or passed into a DataParallel-wrapped forward"
+
+    valid_examples = (
+        # Batch first on the way out.
+        "import torch.nn as nn\n"
+        "class Tagger(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.gru = nn.GRU(8, 8, batch_first=True)\n"
+        "    def forward(self, x):\n"
+        "        self.gru.flatten_parameters()\n"
+        "        out, h_n = self.gru(x)\n"
+        "        return out, h_n.transpose(0, 1)\n"
+        "model = nn.DataParallel(Tagger())\n",
+        # Not wrapped: nothing crosses a DataParallel boundary.
+        "import torch.nn as nn\n"
+        "class Tagger(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.gru = nn.GRU(8, 8, batch_first=True)\n"
+        "    def forward(self, x):\n"
+        "        self.gru.flatten_parameters()\n"
+        "        return self.gru(x)\n",
+    )
+    invalid_examples = (
+        Example(
+            "import torch.nn as nn\n"
+            "class Tagger(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.lstm = nn.LSTM(8, 8, batch_first=True)\n"
+            "    def forward(self, x):\n"
+            "        self.lstm.flatten_parameters()\n"
+            "        out, (h_n, c_n) = self.lstm(x)\n"
+            "        return out, (h_n, c_n)\n"
+            "model = nn.DataParallel(Tagger())\n",
+            None,
+        ),
+        Example(
+            "import torch.nn as nn\n"
+            "class Tagger(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.gru = nn.GRU(8, 8, num_layers=2, batch_first=True)\n"
+            "    def forward(self, x, hidden):\n"
+            "        self.gru.flatten_parameters()\n"
+            "        out, _ = self.gru(x, hidden)\n"
+            "        return out\n"
+            "def build():\n"
+            "    return Tagger()\n"
+            "model = nn.DataParallel(build(), device_ids=[0, 1])\n",
+            None,
+        ),
+    )
+
+    def check(self, analysis: FileAnalysis) -> Iterator[Violation]:
+        for cls in analysis.model.classes:
+            site = analysis.direct_wrap_site(cls)
+            if site is None:
+                continue
+            path = analysis.forward_path(cls)
+            if path.forward is None or not path.rnns:
+                continue
+            yield from self._check_forward(analysis, cls, path, site)
+
+    def _check_forward(self, analysis: FileAnalysis, cls: ModuleClass, path: ForwardPath,
+                       site: str) -> Iterator[Violation]:
+        forward = path.forward
+        flow = FunctionFlow(forward)
+        runs = [event for event in path.events if isinstance(event, Invocation) and event.method is forward]
+        for event in runs:
+            names = _initial_state_parameters(event.call, flow)
+            if names:
+                several = len(names) > 1
+                message = _PASSED_IN.format(
+                    names=("parameters " if several else "parameter ") + " and ".join(f"`{n}`" for n in names),
+                    rnn=analysis.module.code_for_node(event.call.func), them="them" if several else "it",
+                    advice=" and ".join(f"{n}.transpose(0, 1).contiguous()" for n in names), site=site,
+                )
+                yield Violation(self.code, message, event.call)
+        hidden = _hidden_state_bindings(forward, {event.call for event in runs}, flow)
+        calls = {event.call for event in runs}
+        for statement in iter_nodes(forward.body, (cst.Return,), skip_nested_scopes=True):
+            if statement.value is None:
+                continue
+            parts = list(_returned_parts(statement.value))
+            outputs = [node for node in parts if isinstance(node, cst.Call) and node in calls]
+            states = [node for node in parts if isinstance(node, cst.Name) and _is_hidden_state(node, hidden, flow)]
+            # One finding per return statement: `return out, (h_n, c_n)` is one mistake.
+            if outputs:
+                what = f"the output of {analysis.module.code_for_node(outputs[0].func)}(...), whose second element is h_n,"
+                advice = "the output and h_n.transpose(0, 1)"
+                yield Violation(self.code, _RETURNED.format(what=what, advice=advice, site=site), outputs[0])
+            elif states:
+                what = "the RNN's hidden state " + ", ".join(f"`{node.value}`" for node in states)
+                advice = " and ".join(f"{node.value}.transpose(0, 1)" for node in states)
+                yield Violation(self.code, _RETURNED.format(what=what, advice=advice, site=site), states[0])
+
+
+def _initial_state_parameters(call: cst.Call, flow: FunctionFlow) -> List[str]:
+    """Parameters of forward passed unchanged as `rnn(x, h0)`, `rnn(x, (h0, c0))` or `rnn(x, hx=h0)`."""
+    state: Optional[cst.BaseExpression] = None
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "hx":
+            state = arg.value
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    if state is None and len(positional) > 1:
+        state = positional[1].value
+    if state is None:
+        return []
+    names = [e.value for e in state.elements] if isinstance(state, (cst.Tuple, cst.List)) else [state]
+    found = []
+    for node in names:
+        if isinstance(node, cst.Name) and node.value in flow.parameters:
+            seq = flow.seq_of.get(node)
+            if seq is not None and flow.binding_before(node.value, seq) is None:
+                found.append(node.value)
+    return found
+
+
+def _hidden_state_bindings(forward: cst.FunctionDef, calls: Set[cst.Call], flow: FunctionFlow) -> Dict[str, List[int]]:
+    """For `out, h_n = self.rnn(x)` and `out, (h_n, c_n) = self.lstm(x)`: each state name and the
+    position right after the RNN call, where its binding starts."""
+    found: Dict[str, List[int]] = {}
+    for node in iter_nodes(forward.body, (cst.Assign,), skip_nested_scopes=True):
+        if node.value not in calls or len(node.targets) != 1:
+            continue
+        target = node.targets[0].target
+        if not isinstance(target, (cst.Tuple, cst.List)) or len(target.elements) != 2:
+            continue
+        state = target.elements[1].value
+        names = [e.value for e in state.elements] if isinstance(state, (cst.Tuple, cst.List)) else [state]
+        seq = flow.seq_of.get(node.value)
+        for name in names:
+            if isinstance(name, cst.Name) and seq is not None:
+                found.setdefault(name.value, []).append(seq)
+    return found
+
+
+def _is_hidden_state(node: cst.Name, hidden: Dict[str, List[int]], flow: FunctionFlow) -> bool:
+    """The returned name still holds the state an RNN call bound (nothing rebound it since)."""
+    seq = flow.seq_of.get(node)
+    if seq is None or node.value not in hidden:
+        return False
+    site = flow.binding_before(node.value, seq)
+    if site is None:
+        return False
+    return any(not flow.rebound_between(node.value, call_seq, site.seq) and site.seq > call_seq
+               for call_seq in hidden[node.value])
+
+
+def _returned_parts(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The returned expression, and the elements of returned tuples, lists and dicts, nested."""
+    stack: List[cst.BaseExpression] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Tuple, cst.List)):
+            stack.extend(element.value for element in reversed(node.elements))
+        elif isinstance(node, cst.Dict):
+            stack.extend(element.value for element in reversed(node.elements) if isinstance(element, cst.DictElement))
+        else:
+            yield node

@@ -1,0 +1,142 @@
+"""DPR003 on the ways lengths reach pack_padded_sequence: what is followed, what counts as on the CPU."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from dp_rnn_lint.analysis.project import build_index
+from dp_rnn_lint.engine import Selection, lint_source
+
+from .helpers import findings, fixed
+
+TEMPLATE = """\
+import torch
+import torch.nn as nn
+from typing import List
+from torch.nn.utils.rnn import pack_padded_sequence
+
+
+class Encoder(nn.Module):
+    def forward(self, x, {params}):
+        {body}
+        packed = pack_padded_sequence(x, {lengths}, batch_first=True, enforce_sorted=False)
+        return self.rnn(packed)[0]
+"""
+
+
+def encoder(lengths="lengths", body="pass", params="lengths"):
+    return TEMPLATE.format(lengths=lengths, body=body, params=params)
+
+
+@pytest.mark.parametrize("lengths, body, params", [
+    ("lengths", "pass", "lengths"),
+    ("lengths=lengths", "pass", "lengths"),
+    ("lengths.long()", "pass", "lengths"),
+    ("lengths.to(torch.int64)", "pass", "lengths"),
+    ("lengths.to(x.device)", "pass", "lengths"),
+    ("mask.sum(-1)", "pass", "mask"),
+    ("lens", "lens = mask.long().sum(1)", "mask"),
+    ("lengths[order]", "order = torch.argsort(lengths)", "lengths"),
+    ("sorted_lengths", "sorted_lengths, order = lengths.sort(descending=True)", "lengths"),
+], ids=["parameter", "keyword", "long", "to-dtype", "to-device", "mask-sum", "assigned", "subscript", "sorted"])
+def test_lengths_from_a_forward_parameter_on_the_gpu_are_flagged(lengths, body, params):
+    source = encoder(lengths, body, params)
+    assert findings(source, code="DPR003") == [(10, "DPR003")]
+    shown = lengths.split("=")[-1]
+    assert f"{shown}.cpu()" in fixed(source, code="DPR003")
+
+
+@pytest.mark.parametrize("lengths, body, params", [
+    ("lengths.cpu()", "pass", "lengths"),
+    ("lengths.to('cpu')", "pass", "lengths"),
+    ("lengths.to(device='cpu')", "pass", "lengths"),
+    ("lengths.to(torch.device('cpu'))", "pass", "lengths"),
+    ("lengths.tolist()", "pass", "lengths"),
+    ("lengths.cpu().long()", "pass", "lengths"),
+    ("lengths", "lengths = lengths.cpu()", "lengths"),
+    ("lengths", "lengths = torch.tensor([3, 2])", "unused"),
+    ("self.lengths", "pass", "lengths"),
+    ("batch.lengths", "pass", "batch"),
+    ("count_lengths(x)", "pass", "lengths"),
+    ("[x.size(1)] * x.size(0)", "pass", "lengths"),
+    ("full", "full = x.size(1)", "lengths"),
+], ids=["cpu", "to-cpu-string", "to-cpu-keyword", "to-cpu-device", "tolist", "cpu-then-long", "rebound-on-cpu",
+        "not-a-parameter", "self-attribute", "object-attribute", "free-function", "list-of-sizes", "size"])
+def test_lengths_on_the_cpu_or_not_from_a_parameter_are_left_alone(lengths, body, params):
+    assert findings(encoder(lengths, body, params), code="DPR003") == []
+
+
+def test_lengths_through_helper_method_arguments():
+    source = textwrap.dedent("""\
+        import torch.nn as nn
+        from torch.nn.utils.rnn import pack_padded_sequence
+
+        class Encoder(nn.Module):
+            def forward(self, x, mask, on_cpu):
+                a = self._run(x, lengths=mask.sum(1))
+                b = self._other(x, on_cpu.cpu())
+                return a + b
+
+            def _run(self, x, lengths):
+                return self.rnn(pack_padded_sequence(x, lengths, batch_first=True))[0]
+
+            def _other(self, x, lengths):
+                return self.rnn(pack_padded_sequence(x, lengths, batch_first=True))[0]
+    """)
+    assert findings(source, code="DPR003") == [(11, "DPR003")]
+
+
+def test_calls_off_the_forward_path_or_in_nested_functions_are_left_alone():
+    source = textwrap.dedent("""\
+        import torch.nn as nn
+        from torch.nn.utils.rnn import pack_padded_sequence
+
+        class Encoder(nn.Module):
+            def forward(self, x, lengths):
+                pack = lambda: pack_padded_sequence(x, lengths, batch_first=True)
+                return self.rnn(pack())[0]
+
+            def greedy_decode(self, x, lengths):
+                return self.rnn(pack_padded_sequence(x, lengths, batch_first=True))[0]
+    """)
+    assert findings(source, code="DPR003") == []
+
+
+@pytest.mark.parametrize("params, safe", [
+    ("lengths: torch.Tensor", True),
+    ("lengths: torch.LongTensor", True),
+    ("lengths", False),
+], ids=["annotated", "annotated-long", "unknown"])
+def test_fix_is_safe_only_when_the_parameter_is_known_to_be_a_tensor(params, safe):
+    result = lint_source(encoder(params=params).encode(), "model.py", Selection(select=("DPR003",)))
+    [finding] = result.findings
+    assert finding.fix.safe is safe
+
+
+def test_a_parameter_used_as_a_tensor_makes_the_fix_safe():
+    source = encoder(body="longest = lengths.max()")
+    [finding] = lint_source(source.encode(), "model.py", Selection(select=("DPR003",))).findings
+    assert finding.fix.safe
+
+
+def test_an_expression_is_parenthesised_before_cpu():
+    source = encoder(lengths="lengths - offset", params="lengths, offset")
+    # An arithmetic expression is not followed (what it computes is not a parameter as it is).
+    assert findings(source, code="DPR003") == []
+    source = encoder(lengths="(lengths)", params="lengths")
+    assert "pack_padded_sequence(x, (lengths).cpu()," in fixed(source, code="DPR003")
+
+
+LIST_SOURCE = encoder(params="lengths: List[int]") + "\n\nmodel = nn.DataParallel(Encoder())\n"
+
+
+def test_list_lengths_are_flagged_unfixable_only_in_wrapped_scope():
+    assert findings(LIST_SOURCE, code="DPR003") == []
+    context = build_index(["model.py"], sources={"model.py": LIST_SOURCE.encode()}).context_for("model.py", "wrapped")
+    result = lint_source(LIST_SOURCE.encode(), "model.py", Selection(select=("DPR003",)), context=context)
+    [finding] = result.findings
+    assert not finding.fixable
+    assert "a list parameter of forward" in finding.message
+    assert finding.message.endswith("(wrapped at model.py:14)")

@@ -1,0 +1,76 @@
+"""DPR004 on the ways a hidden state leaves or enters a wrapped forward, and what is left alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from dp_rnn_lint.analysis.project import build_index
+from dp_rnn_lint.engine import Selection, lint_source
+
+from .helpers import findings, messages
+
+TEMPLATE = """\
+import torch.nn as nn
+
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 8, num_layers=2, batch_first=True)
+
+    def forward(self, x, state=None):
+        self.lstm.flatten_parameters()
+        {body}
+{wrap}"""
+WRAP = "\n\nmodel = nn.DataParallel(Tagger())\n"
+
+
+def tagger(body, wrap=WRAP):
+    return TEMPLATE.format(body=body.replace("\n", "\n        "), wrap=wrap)
+
+
+@pytest.mark.parametrize("body, line", [
+    ("out, (h_n, c_n) = self.lstm(x)\nreturn out, (h_n, c_n)", 12),
+    ("out, (h_n, c_n) = self.lstm(x)\nreturn out, h_n", 12),
+    ("out, (h_n, c_n) = self.lstm(x)\nreturn h_n", 12),
+    ("out, hidden = self.lstm(x)\nreturn {'logits': out, 'hidden': hidden}", 12),
+    ("out, hidden = self.lstm(x)\nreturn [out, hidden]", 12),
+    ("return self.lstm(x)", 11),
+    ("out, _ = self.lstm(x, state)\nreturn out", 11),
+    ("out, _ = self.lstm(x, hx=state)\nreturn out", 11),
+], ids=["tuple", "h-only", "alone", "dict", "list", "rnn-output", "state-in", "state-in-keyword"])
+def test_hidden_state_crossing_the_boundary_is_flagged_once(body, line):
+    source = tagger(body)
+    assert findings(source, code="DPR004") == [(line, "DPR004")]
+    [message] = messages(source, code="DPR004")
+    wrap_line = source.splitlines().index("model = nn.DataParallel(Tagger())") + 1
+    assert message.endswith(f"(wrapped at model.py:{wrap_line})")
+
+
+@pytest.mark.parametrize("body", [
+    "out, (h_n, c_n) = self.lstm(x)\nreturn out, h_n.transpose(0, 1)",
+    "out, (h_n, c_n) = self.lstm(x)\nreturn out, h_n[-1]",
+    "out, (h_n, c_n) = self.lstm(x)\nh_n = h_n.permute(1, 0, 2)\nreturn out, h_n",
+    "out, (h_n, c_n) = self.lstm(x)\nreturn out",
+    "out, _ = self.lstm(x, state.transpose(0, 1).contiguous())\nreturn out",
+    "state = self.init_state(x)\nout, _ = self.lstm(x, state)\nreturn out",
+], ids=["transposed", "last-layer", "rebound-permuted", "not-returned", "state-transposed-in", "state-rebound"])
+def test_batch_first_states_and_internal_ones_are_left_alone(body):
+    assert findings(tagger(body), code="DPR004") == []
+
+
+def test_a_class_that_is_not_wrapped_directly_is_left_alone():
+    body = "out, (h_n, c_n) = self.lstm(x)\nreturn out, (h_n, c_n)"
+    assert findings(tagger(body, wrap=""), code="DPR004") == []
+    # Wrapped only as a submodule of another class: its state stays inside the replica.
+    outer = "\n\nclass Outer(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.tagger = Tagger()\n\n"
+    outer += "    def forward(self, x):\n        return self.tagger(x)[0]\n\n\nmodel = nn.DataParallel(Outer())\n"
+    assert findings(tagger(body, wrap=outer), code="DPR004") == []
+
+
+def test_wrapped_scope_does_not_repeat_the_wrap_site():
+    source = tagger("out, (h_n, c_n) = self.lstm(x)\nreturn out, h_n")
+    context = build_index(["model.py"], sources={"model.py": source.encode()}).context_for("model.py", "wrapped")
+    [finding] = lint_source(source.encode(), "model.py", Selection(select=("DPR004",)), context=context).findings
+    assert finding.message.count("wrapped at") == 1
+    assert not finding.fixable
