@@ -258,7 +258,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         if _needs_index([(selection, settings) for _, _, selection, settings in found]):
             # The whole run's files form the project: a class in one file may be wrapped in another.
             index = build_index([path for path, problem, _, _ in found if problem is None],
-                                cache_file=index_cache_file(cache_dir, os.getcwd()))
+                                cache_file=index_cache_file(cache_dir, os.getcwd()), jobs=args.jobs or default_jobs())
         tasks = [Task(path, selection, problem, index.context_for(path, settings.scope) if index else FileContext())
                  for path, problem, selection, settings in found]
         cache = None if cache_dir is None else ResultCache(cache_dir)

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple, Union
 
-from .analysis.project import WRAP_WORDS, FileContext
+from .analysis.project import FileContext, mentions_wrap
 from .analysis.screen import may_have_findings, may_have_findings_text
 from .escaping import printable
 from .files import FileProblem, module_name_for, read_source, write_atomically
@@ -270,7 +270,7 @@ class _FirstLook:
 def own_context(source: Union[str, bytes], path: str) -> FileContext:
     """What the project index says of a file that is linted alone: its own wraps only."""
     data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
-    if not any(word in data for word in WRAP_WORDS):
+    if not mentions_wrap(data):
         return FileContext()
     from .analysis.project import build_index
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import stat
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Iterable, Iterator, Optional, Sequence, Set, Tuple
 
 # Folders nobody wants linted: VCS data, caches, virtual environments, build output.
 DEFAULT_EXCLUDES = (
@@ -213,17 +214,23 @@ def write_atomically(path: str, data: bytes, expected_original: bytes) -> None:
 def module_name_for(path: str) -> Tuple[Optional[str], bool]:
     """The dotted module name a file is imported as (walking up through packages), and whether
     it is a package's __init__; used to resolve relative imports."""
-    file = Path(os.path.abspath(path))
-    if file.suffix != ".py":
+    absolute = os.path.abspath(path)
+    folder, name = os.path.split(absolute)
+    stem, suffix = os.path.splitext(name)
+    if suffix != ".py":
         return None, False
-    is_package = file.stem == "__init__"
-    parts: List[str] = [] if is_package else [file.stem]
-    folder = file.parent
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
-        parts.insert(0, folder.name)
-        folder = folder.parent
-    if not parts:
-        return None, is_package
-    if not all(part.isidentifier() for part in parts):
+    is_package = stem == "__init__"
+    parts = list(_package_parts(folder)) + ([] if is_package else [stem])
+    if not parts or not all(part.isidentifier() for part in parts):
         return None, is_package
     return ".".join(parts), is_package
+
+
+@functools.lru_cache(maxsize=4096)
+def _package_parts(folder: str) -> Tuple[str, ...]:
+    """The package names a folder's files are imported under: its own and its parents' while they hold
+    an __init__.py (cached: every file of a folder asks the same question)."""
+    parent, name = os.path.split(folder)
+    if parent == folder or not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return ()
+    return _package_parts(parent) + (name,)

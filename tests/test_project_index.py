@@ -196,7 +196,64 @@ def test_a_damaged_cache_file_is_ignored(tmp_path):
     cache_file = tmp_path / "index.json"
     cache_file.write_text('{"format": 1, "files": {"x": [1, 2')
     assert names(build_index(files, cache_file=cache_file).direct) == {"Tagger"}
-    assert json.loads(cache_file.read_text())["format"] == 1
+    assert "files" in json.loads(cache_file.read_text())  # rewritten whole
+
+
+def test_a_cache_file_of_the_right_format_with_wrong_contents_is_ignored(tmp_path):
+    files = write_project(tmp_path / "project", {
+        "model.py": MODEL,
+        "train.py": "import torch.nn as nn\nfrom model import Tagger\nnet = nn.DataParallel(Tagger())\n",
+    })
+    cache_file = tmp_path / "index.json"
+    good = IndexBuilder(files, cache_file=cache_file)
+    good.build()
+    good.save_cache()
+    stored = json.loads(cache_file.read_text())
+    for entry in stored["files"].values():
+        if entry[3] is not None:
+            entry[3]["classes"] = {"Tagger": {"bases": "nn.Module"}}
+    cache_file.write_text(json.dumps(stored))
+    assert names(build_index(files, cache_file=cache_file).direct) == {"Tagger"}
+
+
+def test_nested_functions_locals_and_non_ascii_lines(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    files = write_project(tmp_path, {
+        "model.py": MODEL,
+        "train.py": """
+            import torch.nn as nn
+            from model import Tagger
+
+            def build():
+                def log(message):
+                    return message
+                tagger = Tagger()
+                return tagger
+
+            class Trainer:
+                def __init__(self):
+                    model = build()
+                    self.net = nn.DataParallel(model)  # « parallèle »
+
+            legacy = {"modèle": nn.DataParallel(unknown)}
+        """,
+    })
+    index = build_index(files)
+    assert names(index.direct) == {"Tagger"}
+    [unresolved] = index.unresolved
+    assert (unresolved.site.line, unresolved.site.col) == (16, 21)  # characters (22 would count bytes)
+    assert unresolved.site.text == "nn.DataParallel(unknown)"
+
+
+def test_prose_about_data_parallel_is_not_parsed(tmp_path):
+    files = write_project(tmp_path, {
+        "notes.py": '"""Wrap the model in DataParallel for multi-GPU runs."""\nX = 1\n',
+        "alias.py": "from torch.nn import DataParallel as DP\n",
+        "assigned.py": "import torch.nn as nn\nDP = nn.DataParallel\n",
+    })
+    builder = IndexBuilder(files)
+    builder.build()
+    assert builder.files_parsed == 2
 
 
 def _build_repeatedly(arguments):
@@ -227,3 +284,17 @@ def test_flake8_project_is_the_folder_holding_setup_cfg(tmp_path):
     assert context.unresolved and context.unresolved[0].endswith("scripts/evaluate.py:9")
     without_scripts = context_in_project(str(SAMPLE / "seq2seq" / "tagger.py"), "wrapped", tmp_path, ("scripts",))
     assert without_scripts.unresolved == ()
+
+
+def test_summaries_made_in_a_pool_give_the_same_index(tmp_path):
+    files = write_project(tmp_path, {
+        "model.py": MODEL,
+        **{f"train_{n}.py": f"import torch.nn as nn\nfrom model import {'Tagger' if n % 2 else 'Encoder'}\n"
+                            f"net = nn.DataParallel({'Tagger' if n % 2 else 'Encoder'}())\n" for n in range(20)},
+        "broken.py": "import torch.nn as nn\nnet = nn.DataParallel(\n",
+    })
+    alone, pooled = IndexBuilder(files), IndexBuilder(files)
+    expected, actual = alone.build(jobs=1), pooled.build(jobs=2)
+    assert (actual.wrapped, actual.direct, actual.sites) == (expected.wrapped, expected.direct, expected.sites)
+    assert names(actual.direct) == {"Tagger", "Encoder"} and len(actual.sites) == 20
+    assert pooled.files_parsed == alone.files_parsed == 22

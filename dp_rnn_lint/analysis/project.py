@@ -20,6 +20,8 @@ import ast
 import hashlib
 import json
 import os
+import re
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,8 +38,17 @@ DATA_PARALLEL_NAMES = frozenset({
     "torch.nn.parallel.data_parallel",
     "torch.nn.parallel.data_parallel.data_parallel",
 })
-# A file that spells none of these has no wrap site.
-WRAP_WORDS = (b"DataParallel", b"data_parallel")
+# A file can only hold a wrap site where DataParallel (or data_parallel) is called, imported under
+# another name, or aliased; a mention in prose (torch's own docstrings are full of them) is not one.
+_WRAP_TEXT = re.compile(rb"(?:DataParallel|data_parallel)(?:\s*\(|\s+as\s)"
+                        rb"|=\s*[\w.]*(?:DataParallel|data_parallel)\s*(?:$|#|;)", re.MULTILINE)
+
+
+def mentions_wrap(data: bytes) -> bool:
+    """Whether the text may hold a wrap site: the cheap test before any parse."""
+    return (b"DataParallel" in data or b"data_parallel" in data) and _WRAP_TEXT.search(data) is not None
+
+
 # nn.Module methods that return the module itself: `X().cuda()` is still an X.
 _RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval",
                            "requires_grad_", "share_memory", "to_empty", "xpu", "mps", "type"})
@@ -45,7 +56,7 @@ _RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bflo
 _MAX_DEPTH = 12
 _SITE_TEXT_LIMIT = 60
 # The cache format; bump when the summary's shape changes.
-_SUMMARY_FORMAT = 1
+_SUMMARY_FORMAT = 2
 
 UNKNOWN = None  # a value the summary cannot name (a parameter, a subscript...)
 
@@ -83,13 +94,19 @@ def _resolve_relative(module: Optional[str], is_package: bool, level: int, targe
     return ".".join(base) if base else None
 
 
+# Node types with no call, import, definition or return below them (most of a tree).
+_LEAF_TYPES = frozenset({ast.Name, ast.Constant, ast.alias, ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal}
+                        | {kind for base in (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+                           for kind in base.__subclasses__()})
+
+
 class _Summarizer:
     """What the index needs of one file: names it imports, its classes (bases, the calls in their
     methods), what its functions return, and its wrap sites with their targets as written."""
 
-    def __init__(self, tree: ast.Module, text_lines: Sequence[str], module: Optional[str], is_package: bool) -> None:
+    def __init__(self, tree: ast.Module, lines: Sequence[bytes], module: Optional[str], is_package: bool) -> None:
         self.tree = tree
-        self.lines = text_lines
+        self.lines = lines
         self.module = module
         self.is_package = is_package
         self.imports: Dict[str, Optional[str]] = {}
@@ -99,28 +116,86 @@ class _Summarizer:
         self._class_methods: Dict[str, List[ast.AST]] = {}
 
     def summary(self) -> dict:
-        self._collect_imports()
-        self._collect_definitions(self.tree.body, prefix="")
-        self._collect_wraps()
+        calls, returns = self._scan()
+        self._bind_module_aliases()
+        for name, nodes in returns.items():
+            refs = [self.values(node.value, function, set(), None) if node.value is not None else [UNKNOWN]
+                    for node, function in nodes]
+            self.functions[name] = {"returns": [ref for found in refs for ref in found]}
+        for call, function, cls in calls:
+            if self._is_wrap(call):
+                self._wrap_site(call, function, cls)
+        for info in self.classes.values():
+            info["calls"] = sorted(info["calls"])
         return {"module": self.module, "package": self.is_package, "imports": self.imports,
                 "classes": self.classes, "functions": self.functions, "wraps": self.wraps}
 
-    # Imports anywhere in the file count as the file's: a name imported in a function is rarely rebound.
-    def _collect_imports(self) -> None:
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.asname:
-                        self._bind(alias.asname, alias.name)
-                    else:
-                        top = alias.name.split(".")[0]
-                        self._bind(top, top)
-            elif isinstance(node, ast.ImportFrom):
-                base = (_resolve_relative(self.module, self.is_package, node.level, node.module)
-                        if node.level else node.module)
-                for alias in node.names:
-                    if alias.name != "*":
-                        self._bind(alias.asname or alias.name, f"{base}.{alias.name}" if base else None)
+    def _scan(self):
+        """One walk over the tree (walks of Python's tree dominate the index's cost): imports anywhere
+        (a name imported in a function is rarely rebound, so they count as the file's), classes with the
+        calls in their bodies, each module-level function's return statements, and every call with the
+        function and class it sits in, to pick the wraps from once the imports are known."""
+        calls: List[Tuple[ast.Call, Optional[ast.AST], Optional[str]]] = []
+        returns: Dict[str, List[Tuple[ast.Return, ast.AST]]] = {}
+        # (node, enclosing function, enclosing class's qualname for `self.` lookups, the set the calls of
+        # the class being read go to, the module-level function whose returns count, qualname prefix)
+        stack = [(self.tree, None, None, None, None, "")]
+        while stack:
+            node, function, cls, class_calls, top, prefix = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                kind = type(child)
+                if kind in _LEAF_TYPES:
+                    continue  # nothing the index needs can sit below these (most of a tree)
+                if kind is ast.Call:
+                    name = dotted(child.func)
+                    if name is not None:
+                        calls.append((child, function, cls))
+                        if class_calls is not None and not name.startswith("self.") and name not in ("super", "self"):
+                            class_calls.add(name)
+                elif kind is ast.ClassDef and function is None:
+                    qualname = f"{prefix}{child.name}"
+                    self._class_methods[qualname] = [item for item in child.body
+                                                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                    own: Set[str] = set()
+                    self.classes[qualname] = {"line": child.lineno, "bases": [dotted(base) for base in child.bases],
+                                              "calls": own}
+                    for part in (*child.bases, *child.keywords, *child.decorator_list):
+                        stack.append((part, function, cls, class_calls, top, prefix))
+                    # The body's statements are walked as a module's are, in the class's context.
+                    body = ast.Module(body=child.body, type_ignores=[])
+                    stack.append((body, None, qualname, own, None, f"{qualname}."))
+                    continue
+                elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+                    inner_top = None  # returns of a method or a nested function count for no function
+                    if node is self.tree:
+                        inner_top = child.name
+                        returns.setdefault(inner_top, [])
+                    stack.append((child, child, cls, class_calls, inner_top, prefix))
+                    continue
+                elif kind is ast.Lambda:
+                    stack.append((child, child, cls, class_calls, None, prefix))
+                    continue
+                elif kind is ast.Import:
+                    for alias in child.names:
+                        if alias.asname:
+                            self._bind(alias.asname, alias.name)
+                        else:
+                            self._bind(alias.name.split(".")[0], alias.name.split(".")[0])
+                    continue
+                elif kind is ast.ImportFrom:
+                    base = (_resolve_relative(self.module, self.is_package, child.level, child.module)
+                            if child.level else child.module)
+                    for alias in child.names:
+                        if alias.name != "*":
+                            self._bind(alias.asname or alias.name, f"{base}.{alias.name}" if base else None)
+                    continue
+                elif kind is ast.Return and top is not None and function is not None:
+                    returns[top].append((child, function))
+                stack.append((child, function, cls, class_calls, top, prefix))
+        calls.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
+        return calls, returns
+
+    def _bind_module_aliases(self) -> None:
         for node in self.tree.body:  # module-level aliases: `DP = nn.DataParallel`
             if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                     and isinstance(node.value, (ast.Name, ast.Attribute))):
@@ -137,42 +212,6 @@ class _Summarizer:
     def qualify(self, name: str) -> Optional[str]:
         return qualify(self.imports, name)
 
-    def _collect_definitions(self, body: Sequence[ast.stmt], prefix: str) -> None:
-        for node in body:
-            if isinstance(node, ast.ClassDef):
-                qualname = f"{prefix}{node.name}"
-                methods = [item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
-                self._class_methods[qualname] = methods
-                calls = sorted({name for method in methods for name in self._called_names(method)})
-                self.classes[qualname] = {"line": node.lineno, "bases": [dotted(base) for base in node.bases],
-                                          "calls": calls}
-                self._collect_definitions(node.body, prefix=f"{qualname}.")
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not prefix:
-                returns = [self.values(statement.value, node, set(), None) if statement.value is not None else [UNKNOWN]
-                           for statement in _own_nodes(node, ast.Return)]
-                self.functions[node.name] = {"returns": [ref for refs in returns for ref in refs]}
-
-    @staticmethod
-    def _called_names(method: ast.AST) -> Iterable[str]:
-        for node in ast.walk(method):
-            if isinstance(node, ast.Call):
-                name = dotted(node.func)
-                if name is not None and not name.startswith("self.") and name not in ("super", "self"):
-                    yield name
-
-    def _collect_wraps(self) -> None:
-        self._walk_for_wraps(self.tree, function=None, cls=None)
-
-    def _walk_for_wraps(self, node: ast.AST, function: Optional[ast.AST], cls: Optional[str]) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ClassDef):
-                self._walk_for_wraps(child, function, child.name if function is None else None)
-                continue
-            inner = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) else function
-            if isinstance(child, ast.Call) and self._is_wrap(child):
-                self._wrap_site(child, function, cls)
-            self._walk_for_wraps(child, inner, cls)
-
     def _is_wrap(self, call: ast.Call) -> bool:
         name = dotted(call.func)
         return name is not None and self.qualify(name) in DATA_PARALLEL_NAMES
@@ -182,12 +221,13 @@ class _Summarizer:
         if target is None:
             target = next((keyword.value for keyword in call.keywords if keyword.arg == "module"), None)
         refs = self.values(target, function, set(), cls) if target is not None else [UNKNOWN]
-        self.wraps.append({"line": call.lineno, "col": call.col_offset + 1, "text": self._text(call), "refs": refs})
-
-    def _text(self, call: ast.Call) -> str:
-        line = self.lines[call.lineno - 1] if call.lineno - 1 < len(self.lines) else ""
-        text = line[call.col_offset:].strip() if call.end_lineno != call.lineno else line[call.col_offset:call.end_col_offset]
-        return text if len(text) <= _SITE_TEXT_LIMIT else text[: _SITE_TEXT_LIMIT - 3] + "..."
+        line = self.lines[call.lineno - 1] if call.lineno - 1 < len(self.lines) else b""
+        # ast's columns count UTF-8 bytes; messages count characters.
+        column = len(line[:call.col_offset].decode("utf-8", "replace")) + 1
+        end = call.end_col_offset if call.end_lineno == call.lineno else len(line)
+        text = line[call.col_offset:end].decode("utf-8", "replace").strip()
+        text = text if len(text) <= _SITE_TEXT_LIMIT else text[: _SITE_TEXT_LIMIT - 3] + "..."
+        self.wraps.append({"line": call.lineno, "col": column, "text": text, "refs": refs})
 
     # -- what an expression evaluates to, as dotted callee names -------------------------------------
     def values(self, expr: ast.AST, function: Optional[ast.AST], active: Set[str], cls: Optional[str],
@@ -268,15 +308,43 @@ def _own_nodes(scope: ast.AST, types) -> Iterable[ast.AST]:
             stack.extend(ast.iter_child_nodes(node))
 
 
+_EMPTY_SUMMARY = {"module": None, "package": False, "imports": {}, "classes": {}, "functions": {}, "wraps": []}
+# Below this many files to summarise, starting worker processes costs more than it saves.
+_MIN_FILES_FOR_POOL = 16
+
+
+def _summarize_file(path: str) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return _EMPTY_SUMMARY
+    return summarize(data, path) or _EMPTY_SUMMARY
+
+
+def _usable_summary(summary) -> bool:
+    """None (not summarised yet), or a summary of the shape this version writes: a cache file edited or
+    damaged by hand must not break a run."""
+    if summary is None:
+        return True
+    return (isinstance(summary, dict) and isinstance(summary.get("imports"), dict)
+            and isinstance(summary.get("classes"), dict) and isinstance(summary.get("functions"), dict)
+            and isinstance(summary.get("wraps"), list)
+            and all(isinstance(info, dict) and isinstance(info.get("bases"), list) and isinstance(info.get("calls"), list)
+                    for info in summary["classes"].values())
+            and all(isinstance(info, dict) and isinstance(info.get("returns"), list)
+                    for info in summary["functions"].values())
+            and all(isinstance(wrap, dict) and {"line", "col", "text", "refs"} <= set(wrap) for wrap in summary["wraps"]))
+
+
 def summarize(source: bytes, path: str) -> Optional[dict]:
     """The file's summary, or None when Python cannot parse it (the linter reports that elsewhere)."""
     try:
         tree = ast.parse(source)
-        text = source.decode("utf-8", "replace")
+        module, is_package = module_name_for(path)
+        return _Summarizer(tree, source.splitlines(), module, is_package).summary()
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    module, is_package = module_name_for(path)
-    return _Summarizer(tree, text.splitlines(), module, is_package).summary()
 
 
 # -- the index --------------------------------------------------------------------------------------
@@ -393,9 +461,10 @@ class IndexBuilder:
         try:
             with open(self.cache_file, encoding="utf-8") as handle:
                 stored = json.load(handle)
-            return stored["files"] if stored.get("format") == _SUMMARY_FORMAT else {}
+            files = stored["files"] if stored.get("format") == _SUMMARY_FORMAT else {}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return {}
+        return files if isinstance(files, dict) else {}
 
     def save_cache(self) -> None:
         if self.cache_file is None:
@@ -404,22 +473,27 @@ class IndexBuilder:
 
         if not prepare_folder(self.cache_file.parent):
             return
+        temporary = None
         try:
             handle, temporary = tempfile.mkstemp(dir=self.cache_file.parent, prefix=".index-", suffix=".tmp")
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 json.dump({"format": _SUMMARY_FORMAT, "files": self._entries}, out)
             os.replace(temporary, self.cache_file)  # readers see the old file or the new one, never half
         except OSError:
-            pass  # an unwritable cache makes the next run slower, not wrong
+            # An unwritable cache makes the next run slower, not wrong.
+            if temporary is not None and os.path.exists(temporary):
+                os.unlink(temporary)
 
-    def _entry(self, key: str, need_summary: bool) -> list:
+    def _entry(self, key: str, need_summary: bool, defer: bool = False) -> list:
+        """[size, mtime_ns, mentions a wrap, summary]; the summary is made now when it is needed or
+        the file mentions a wrap, unless `defer` (build() then makes those in a pool)."""
         entry = self._entries.get(key)
         if entry is not None and (entry[3] is not None or not need_summary):
             return entry
         if key in self.sources:
             data = self.sources[key]
-            entry = [len(data), 0, any(word in data for word in WRAP_WORDS), None]
-            if need_summary or entry[2]:
+            entry = [len(data), 0, mentions_wrap(data), None]
+            if need_summary or entry[2]:  # standard input: never deferred, it is not on disk
                 entry[3] = self._summarize(data, key)
             self._entries[key] = entry
             return entry
@@ -431,7 +505,8 @@ class IndexBuilder:
             return entry
         cached = self._cached.get(key)
         if (isinstance(cached, list) and len(cached) == 4 and cached[0] == stat.st_size
-                and cached[1] == stat.st_mtime_ns and (cached[3] is not None or not (need_summary or cached[2]))):
+                and cached[1] == stat.st_mtime_ns and _usable_summary(cached[3])
+                and (cached[3] is not None or not (need_summary or cached[2]))):
             self._entries[key] = cached
             return cached
         try:
@@ -439,16 +514,27 @@ class IndexBuilder:
                 data = handle.read()
         except OSError:
             data = b""
-        entry = [stat.st_size, stat.st_mtime_ns, any(word in data for word in WRAP_WORDS), None]
-        if need_summary or entry[2]:
+        entry = [stat.st_size, stat.st_mtime_ns, mentions_wrap(data), None]
+        if need_summary or (entry[2] and not defer):
             entry[3] = self._summarize(data, key)
         self._entries[key] = entry
         return entry
 
     def _summarize(self, data: bytes, key: str) -> dict:
         self.files_parsed += 1
-        return summarize(data, key) or {"module": None, "package": False, "imports": {}, "classes": {},
-                                        "functions": {}, "wraps": []}
+        return summarize(data, key) or _EMPTY_SUMMARY
+
+    def _summaries(self, keys: List[str], jobs: int) -> Iterable[dict]:
+        """The summaries of files that mention a wrap, in a pool of processes when there are many."""
+        self.files_parsed += len(keys)
+        if jobs < 2 or len(keys) < _MIN_FILES_FOR_POOL or not sys.platform.startswith("linux"):
+            return [_summarize_file(key) for key in keys]
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        workers = min(jobs, len(keys))
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_summarize_file, keys, chunksize=max(1, len(keys) // (workers * 8))))
 
     def summary(self, key: str) -> dict:
         return self._entry(key, need_summary=True)[3]
@@ -558,10 +644,14 @@ class IndexBuilder:
         return False
 
     # -- the whole index ------------------------------------------------------------------------------
-    def build(self) -> ProjectIndex:
+    def build(self, jobs: int = 1) -> ProjectIndex:
         index = ProjectIndex()
-        for key in sorted(self.paths, key=lambda k: self.paths[k]):
-            entry = self._entry(key, need_summary=False)
+        keys = sorted(self.paths, key=lambda k: self.paths[k])
+        entries = [(key, self._entry(key, need_summary=False, defer=True)) for key in keys]
+        pending = [(key, entry) for key, entry in entries if entry[2] and entry[3] is None]
+        for (_, entry), summary in zip(pending, self._summaries([key for key, _ in pending], jobs)):
+            entry[3] = summary
+        for key, entry in entries:
             if not entry[2] or entry[3] is None:
                 continue
             for wrap in entry[3]["wraps"]:
@@ -612,9 +702,9 @@ def index_cache_file(cache_dir: Optional[Path], anchor: str) -> Optional[Path]:
 
 
 def build_index(paths: Iterable[str], sources: Optional[Mapping[str, bytes]] = None,
-                cache_file: Optional[Path] = None) -> ProjectIndex:
+                cache_file: Optional[Path] = None, jobs: int = 1) -> ProjectIndex:
     builder = IndexBuilder(paths, sources, cache_file)
-    index = builder.build()
+    index = builder.build(jobs)
     builder.save_cache()
     return index
 
