@@ -89,3 +89,15 @@ def test_renaming_a_fixture_leaves_attributes_and_other_names_alone():
     assert bench.renamed(source, ["LSTM", "make_model"], "_7a") == (
         "class LSTM_7a(nn.Module):\n    lstm = nn.LSTM(4, 4)\n\n\ndef make_model_7a():\n    return LSTM_7a()\n"
     )
+
+
+def test_index_share_script_quick_run_writes_its_table(tmp_path):
+    output = tmp_path / "INDEX_RESULTS.md"
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "index_share.py"), "--quick", "--output", str(output)],
+                            capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    text = output.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| fixtures |"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert len(cells) == 10 and cells[8].endswith("%")
+    assert str(ROOT) not in text
