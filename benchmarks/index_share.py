@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from dp_rnn_lint.analysis.project import IndexBuilder  # noqa: E402
+from dp_rnn_lint.runner import default_jobs  # noqa: E402
 
 VARIANTS: Tuple[Tuple[str, List[str]], ...] = (
     ("all rules", []),
@@ -70,8 +71,9 @@ def corpora(bench, corpus_dir: Path, quick: bool) -> Dict[str, Path]:
     return found
 
 
-def time_index(files: List[str], rounds: int) -> Tuple[List[float], List[float], int]:
-    """build_index's wall times cold (no cache) and warm (the cache the previous build wrote)."""
+def time_index(files: List[str], rounds: int, jobs: int) -> Tuple[List[float], List[float], int]:
+    """build_index's wall times cold (no cache) and warm (the cache the previous build wrote), with as
+    many processes as the command uses by default."""
     cold, warm = [], []
     parsed = 0
     with tempfile.TemporaryDirectory() as folder:
@@ -80,12 +82,12 @@ def time_index(files: List[str], rounds: int) -> Tuple[List[float], List[float],
             cache_file.unlink(missing_ok=True)
             start = time.perf_counter()
             builder = IndexBuilder(files, cache_file=cache_file)
-            builder.build()
+            builder.build(jobs)
             builder.save_cache()
             cold.append(time.perf_counter() - start)
             parsed = builder.files_parsed
             start = time.perf_counter()
-            IndexBuilder(files, cache_file=cache_file).build()
+            IndexBuilder(files, cache_file=cache_file).build(jobs)
             warm.append(time.perf_counter() - start)
     return cold, warm, parsed
 
@@ -126,7 +128,7 @@ def main(argv: Sequence[str] = None) -> int:
                 sample = bench.measure(ours + extra + [str(root)], REPO, env)
                 times[label].append(sample.seconds)
                 bench.log(f"[{name}] round {number + 1}/{rounds} {label}: {sample.seconds:.2f} s")
-        cold, warm, parsed = time_index(files, rounds)
+        cold, warm, parsed = time_index(files, rounds, default_jobs())
         median = {label: statistics.median(values) for label, values in times.items()}
         share = statistics.median(cold) / median["all rules"]
         difference = (median["all rules"] - median["without index"]) / median["all rules"]
