@@ -375,13 +375,20 @@ class ProjectIndex:
     unresolved: List[UnresolvedWrap] = field(default_factory=list)
     sites: List[WrapSite] = field(default_factory=list)
     files_parsed: int = 0
+    _by_file: Optional[Dict[str, Tuple[list, list]]] = field(default=None, repr=False, compare=False)
 
     def context_for(self, path: str, scope: str) -> "FileContext":
-        key = _path_key(path)
+        if self._by_file is None:  # grouped once: a run asks for every file's context
+            self._by_file = {}
+            for (file, name), site in self.wrapped.items():
+                self._by_file.setdefault(file, ([], []))[0].append((name, str(site)))
+            for (file, name), sites in self.direct.items():
+                self._by_file.setdefault(file, ([], []))[1].append((name, str(sites[0])))
+        wrapped, direct = self._by_file.get(_path_key(path), ((), ()))
         return FileContext(
             scope=scope,
-            wrapped=tuple(sorted((name, str(site)) for (file, name), site in self.wrapped.items() if file == key)),
-            direct=tuple(sorted((name, str(sites[0])) for (file, name), sites in self.direct.items() if file == key)),
+            wrapped=tuple(sorted(wrapped)),
+            direct=tuple(sorted(direct)),
             unresolved=tuple(str(item.site) for item in self.unresolved) if scope == "wrapped" else (),
         )
 
