@@ -126,6 +126,34 @@ def test_the_screen_keeps_indirect_rnn_constructions(snippet):
     assert not screened_out(source)
 
 
+OWN_LSTM_CLASS = """
+import torch.nn as nn
+
+class RNNBase(nn.Module):
+    @classmethod
+    def from_float(cls, mod):
+        return LSTM(mod.input_size) if mod.mode == "LSTM" else GRU(mod.input_size)
+
+    def forward(self, x):
+        return x
+
+class LSTM({lstm_base}):
+    pass
+
+class GRU(RNNBase):
+    pass
+"""
+
+
+def test_a_files_own_class_named_lstm_is_no_rnn_unless_its_bases_are():
+    # torch's quantized RNN modules define LSTM and GRU classes of their own: calling them builds no torch RNN.
+    own = OWN_LSTM_CLASS.format(lstm_base="RNNBase")
+    assert unscreened_findings(own) == [] and screened_out(own)
+    # Subclassing torch's LSTM makes the name an RNN again; so does importing it.
+    assert not screened_out(OWN_LSTM_CLASS.format(lstm_base="nn.LSTM"))
+    assert not screened_out("from torch.nn import LSTM\n" + own)
+
+
 def test_the_screen_skips_torchs_own_rnn_module_definitions():
     torch = pytest.importorskip("torch")
     source = (Path(torch.__file__).parent / "nn" / "modules" / "rnn.py").read_text()

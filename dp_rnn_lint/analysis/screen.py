@@ -55,7 +55,8 @@ def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
         return True
     if codes & _RNN_CODES:
         torch_nn = _torch_nn_names(tree)
-        rnn_names = _closure(bindings, set(RNN_NAMES) | {_GETATTR}, torch_nn)
+        seeds = (set(RNN_NAMES) - _own_rnn_named_definitions(tree)) | {_GETATTR}
+        rnn_names = _closure(bindings, seeds, torch_nn)
         return any(isinstance(node, ast.ClassDef) and _class_may_hold_rnn(node, rnn_names, torch_nn) for node in ast.walk(tree))
     return False
 
@@ -80,12 +81,12 @@ def _class_may_hold_rnn(cls: ast.ClassDef, rnn_names: Set[str], torch_nn: Set[st
 def _creates_or_stores(nodes: Iterable[ast.AST], names: Set[str], torch_nn: Set[str]) -> bool:
     for top in nodes:
         for node in ast.walk(top):
-            if isinstance(node, ast.Call) and _identifiers(node.func, torch_nn) & names:
+            if isinstance(node, ast.Call) and _meets(_identifiers(node.func, torch_nn), names):
                 return True
             if (isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
                     and any(isinstance(target, ast.Attribute)
                             for target in getattr(node, "targets", [getattr(node, "target", None)]))
-                    and _identifiers(node.value, torch_nn) & names):
+                    and _meets(_identifiers(node.value, torch_nn), names)):
                 return True
     return False
 
@@ -163,25 +164,49 @@ def _closure(bindings: List[Tuple[str, ast.AST]], seeds: Set[str], torch_nn: Set
     while changed:
         changed = False
         for name, used in mentions.items():
-            if name not in names and used & names:
+            if name not in names and _meets(used, names):
                 names.add(name)
                 changed = True
     return names
 
 
 def _identifiers(node: ast.AST, torch_nn: Set[str]) -> Set[str]:
-    """Names and attribute names used under `node`, plus _GETATTR for `getattr(m, ...)` where `m` may be
-    torch.nn (as the rules look RNN classes up by name only there)."""
+    """Names used under `node`, attribute names (as `.name`), plus _GETATTR for `getattr(m, ...)` where
+    `m` may be torch.nn (as the rules look RNN classes up by name only there)."""
     found: Set[str] = set()
     for child in ast.walk(node):
         if isinstance(child, ast.Name):
             found.add(child.id)
         elif isinstance(child, ast.Attribute):
-            found.add(child.attr)
+            found.add("." + child.attr)
         elif (isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == "getattr"
               and child.args and _mentions_any(child.args[0], torch_nn)):
             found.add(_GETATTR)
     return found
+
+
+def _meets(identifiers: Set[str], names: Set[str]) -> bool:
+    """Whether identifiers from _identifiers() mention one of `names`: a name as itself, an attribute
+    (`self.cell`, `nn.LSTM`) by its last part; an RNN class's name as an attribute always counts, even
+    where the file defines a class of that name (`nn.LSTM` is torch's whatever `LSTM` is here)."""
+    for identifier in identifiers:
+        if identifier in names:
+            return True
+        if identifier[:1] == "." and (identifier[1:] in names or identifier[1:] in RNN_NAMES):
+            return True
+    return False
+
+
+def _own_rnn_named_definitions(tree: ast.Module) -> Set[str]:
+    """RNN class names the module itself defines (`class LSTM(RNNBase)`, as torch's quantized modules do)
+    and never imports: a bare `LSTM(...)` there names that class, which counts only if its bases do."""
+    defined = {node.name for node in tree.body
+               if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in RNN_NAMES}
+    if not defined:
+        return set()
+    imported = {alias.asname or alias.name.split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+    return defined - imported
 
 
 def _mentions_any(node: ast.AST, names: Set[str]) -> bool:
