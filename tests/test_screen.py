@@ -154,6 +154,22 @@ def test_a_files_own_class_named_lstm_is_no_rnn_unless_its_bases_are():
     assert not screened_out("from torch.nn import LSTM\n" + own)
 
 
+def test_an_rnn_named_in_a_module_level_set_does_not_make_pack_or_pad_calls_look_unfixed():
+    # torch.ao's numeric suite: a set of module classes naming nn.LSTM, and calls of functions bound to it.
+    source = textwrap.dedent("""
+        import torch.nn as nn
+        ALLOW_LIST = {nn.Linear, nn.LSTM}
+        def prepare(model, allow_list=None):
+            allow_list = ALLOW_LIST if allow_list is None else allow_list
+            return model
+        class Shadow(nn.Module):
+            def forward(self, x):
+                return prepare(x)
+    """)
+    for code in ("DPR002", "DPR003"):
+        assert not may_have_findings(ast.parse(source), [code]), code
+
+
 def test_the_screen_skips_torchs_own_rnn_module_definitions():
     torch = pytest.importorskip("torch")
     source = (Path(torch.__file__).parent / "nn" / "modules" / "rnn.py").read_text()

@@ -55,7 +55,9 @@ def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
         return True
     if codes & _RNN_CODES:
         torch_nn = _torch_nn_names(tree)
-        seeds = (set(RNN_NAMES) - _own_rnn_named_definitions(tree)) | {_GETATTR}
+        # `nn.LSTM` is torch's whatever the file calls LSTM; a bare `LSTM` is only when the file does not
+        # define a class of that name itself.
+        seeds = (set(RNN_NAMES) - _own_rnn_named_definitions(tree)) | {f".{name}" for name in RNN_NAMES} | {_GETATTR}
         rnn_names = _closure(bindings, seeds, torch_nn)
         return any(isinstance(node, ast.ClassDef) and _class_may_hold_rnn(node, rnn_names, torch_nn) for node in ast.walk(tree))
     return False
@@ -187,12 +189,10 @@ def _identifiers(node: ast.AST, torch_nn: Set[str]) -> Set[str]:
 
 def _meets(identifiers: Set[str], names: Set[str]) -> bool:
     """Whether identifiers from _identifiers() mention one of `names`: a name as itself, an attribute
-    (`self.cell`, `nn.LSTM`) by its last part; an RNN class's name as an attribute always counts, even
-    where the file defines a class of that name (`nn.LSTM` is torch's whatever `LSTM` is here)."""
+    (`self.cell`, `nn.LSTM`) by its last part or, for names given in attribute form (`.LSTM`), only as an
+    attribute."""
     for identifier in identifiers:
-        if identifier in names:
-            return True
-        if identifier[:1] == "." and (identifier[1:] in names or identifier[1:] in RNN_NAMES):
+        if identifier in names or (identifier[:1] == "." and identifier[1:] in names):
             return True
     return False
 
