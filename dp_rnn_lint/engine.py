@@ -14,7 +14,7 @@ import tokenize
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .analysis.project import FileContext, mentions_wrap
 from .analysis.screen import may_have_findings, may_have_findings_text
@@ -313,16 +313,26 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
 
 
 def check_source(source: Union[str, bytes], path: str = "", selection: Selection = Selection(),
-                 tree: Optional[ast.Module] = None, context: Optional[FileContext] = None) -> List[Finding]:
+                 tree: Optional[ast.Module] = None,
+                 context: Union[FileContext, Callable[[], FileContext], None] = None) -> List[Finding]:
     """Every finding in one file's source, noqa comments not applied. Raises FileProblem.
     `tree` is Python's syntax tree of the source when the caller has it (flake8 does); `context` is
-    what the project index says about the file (default: the file is its own project)."""
-    context = context if context is not None else own_context(source, path)
-    codes = screened_codes(selection.codes(), context)
-    if not codes:
+    what the project index says about the file, or a function that says it, called only for a file
+    the cheap stages cannot rule out (default: the file is its own project)."""
+    all_codes = selection.codes()
+    if not all_codes:
         return []
-    look = _first_look(source, codes, tree)
-    if not look.needs_analysis:
+    if isinstance(context, FileContext):
+        codes = screened_codes(all_codes, context)
+        look = _first_look(source, codes, tree) if codes else None
+    else:
+        # The cheap stages first, with every code: most files end there, and then no index is needed.
+        look = _first_look(source, all_codes, tree)
+        if not look.needs_analysis:
+            return []
+        context = own_context(source, path) if context is None else context()
+        codes = screened_codes(all_codes, context)
+    if not codes or look is None or not look.needs_analysis:
         return []
     rules = [rule for rule in selection.rules() if rule.code in codes]
     return run_with_deep_stack(_check_parsed, source, path, rules, look, context)

@@ -43,12 +43,15 @@ class DataParallelRnnChecker:
         self.filename = filename
         self.lines = lines
 
+    def _project_context(self):
+        return context_in_project(self.filename, self.scope, default_cache_dir(), self.exclude)
+
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         source = "".join(self.lines)
         try:
-            context = None  # standard input: the source is its own project
-            if self.filename not in ("-", "stdin"):
-                context = context_in_project(self.filename, self.scope, default_cache_dir(), self.exclude)
+            # Asked for only when the cheap stages cannot rule the file out: most flake8 runs then never
+            # build the project index at all. Standard input is its own project.
+            context = None if self.filename in ("-", "stdin") else self._project_context
             findings = check_source(source, self.filename, tree=self.tree if isinstance(self.tree, ast.Module) else None,
                                     context=context)
         except FileProblem as problem:

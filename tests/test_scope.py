@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -147,3 +148,25 @@ def test_flake8_option_and_setup_cfg_scope(project):
     # The unresolved wrap in scripts/ counts again once flake8 no longer excludes it.
     included = flake8(project, "--extend-exclude=no-such-folder")
     assert ("seq2seq/legacy.py", "DPR001") in reported(included.stdout)
+
+
+def test_flake8_builds_no_project_index_for_files_that_cannot_hold_a_finding(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "setup.cfg").write_text("[metadata]\nname = plain\n")
+    (project / "train.py").write_text("import torch.nn as nn\nfrom model import Net\nnet = nn.DataParallel(Net())\n")
+    (project / "model.py").write_text("import torch.nn as nn\n\nclass Net(nn.Linear):\n    pass\n")
+    cache = tmp_path / "cache"
+    env = {**os.environ, "DP_RNN_LINT_CACHE_DIR": str(cache)}
+    result = subprocess.run([sys.executable, "-m", "flake8", "--select=DPR", "."], cwd=project, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not list(cache.rglob("index-*.json"))
+    # A file that could hold a finding does make it build (and cache) the index.
+    (project / "model.py").write_text("import torch.nn as nn\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+                                      "        super().__init__()\n        self.gru = nn.GRU(4, 4)\n\n"
+                                      "    def forward(self, x):\n        return self.gru(x)[0]\n")
+    result = subprocess.run([sys.executable, "-m", "flake8", "--select=DPR", "."], cwd=project, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert "DPR001" in result.stdout
+    assert list(cache.rglob("index-*.json"))
