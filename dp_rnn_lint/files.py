@@ -226,6 +226,22 @@ def module_name_for(path: str) -> Tuple[Optional[str], bool]:
     return ".".join(parts), is_package
 
 
+def resolve_relative_import(module: Optional[str], is_package: bool, level: int, target: Optional[str]) -> Optional[str]:
+    """The absolute module `from .target import x` (level dots) names, seen from `module`; None when it
+    cannot be told (no module name, or more dots than packages)."""
+    if module is None:
+        return None
+    parts = module.split(".")
+    if not is_package:
+        parts = parts[:-1]
+    if level - 1 > len(parts):
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    if target:
+        base = base + target.split(".")
+    return ".".join(base) if base else None
+
+
 @functools.lru_cache(maxsize=4096)
 def _package_parts(folder: str) -> Tuple[str, ...]:
     """The package names a folder's files are imported under: its own and its parents' while they hold

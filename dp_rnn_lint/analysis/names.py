@@ -14,6 +14,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Union
 
 import libcst as cst
 
+from ..files import resolve_relative_import
+
 # How a name got bound; only "import" bindings carry a qualified name directly.
 IMPORT, ASSIGN, PARAM, DEF, OTHER = "import", "assign", "param", "def", "other"
 
@@ -55,20 +57,6 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
         base = dotted_name(node.value)
         return None if base is None else f"{base}.{node.attr.value}"
     return None
-
-
-def _resolve_relative(module_name: Optional[str], is_package: bool, dots: int, target: Optional[str]) -> Optional[str]:
-    if module_name is None:
-        return None
-    parts = module_name.split(".")
-    if not is_package:
-        parts = parts[:-1]
-    if dots - 1 > len(parts):
-        return None
-    base = parts[: len(parts) - (dots - 1)]
-    if target:
-        base = base + target.split(".")
-    return ".".join(base) if base else None
 
 
 class ScopeBuilder(cst.CSTVisitor):
@@ -191,7 +179,7 @@ class ScopeBuilder(cst.CSTVisitor):
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         target = dotted_name(node.module) if node.module is not None else None
         if node.relative:
-            base = _resolve_relative(self.module_name, self.is_package, len(node.relative), target)
+            base = resolve_relative_import(self.module_name, self.is_package, len(node.relative), target)
         else:
             base = target
         if isinstance(node.names, cst.ImportStar):

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..files import module_name_for
+from ..files import module_name_for, resolve_relative_import
 from .torch_names import canonical, is_module_base
 
 # What DataParallel is called under torch's public spellings; the function form takes the module first too.
@@ -78,20 +78,6 @@ def qualify(imports: Mapping[str, Optional[str]], name: str) -> Optional[str]:
         target = imports[first]
         return None if target is None else (f"{target}.{rest}" if rest else target)
     return name
-
-
-def _resolve_relative(module: Optional[str], is_package: bool, level: int, target: Optional[str]) -> Optional[str]:
-    if module is None:
-        return None
-    parts = module.split(".")
-    if not is_package:
-        parts = parts[:-1]
-    if level - 1 > len(parts):
-        return None
-    base = parts[: len(parts) - (level - 1)]
-    if target:
-        base = base + target.split(".")
-    return ".".join(base) if base else None
 
 
 # Node types with no call, import, definition or return below them (most of a tree).
@@ -183,7 +169,7 @@ class _Summarizer:
                             self._bind(alias.name.split(".")[0], alias.name.split(".")[0])
                     continue
                 elif kind is ast.ImportFrom:
-                    base = (_resolve_relative(self.module, self.is_package, child.level, child.module)
+                    base = (resolve_relative_import(self.module, self.is_package, child.level, child.module)
                             if child.level else child.module)
                     for alias in child.names:
                         if alias.name != "*":
