@@ -96,6 +96,15 @@ def is_self_attribute(node: cst.CSTNode, self_param: Optional[str]) -> Optional[
     return None
 
 
+def call_argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
+    """The argument a call passes for a parameter, by its keyword or its position (not counting *args)."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    return positional[position].value if len(positional) > position else None
+
+
 def string_value(node: cst.CSTNode) -> Optional[str]:
     if isinstance(node, cst.SimpleString):
         value = node.evaluated_value

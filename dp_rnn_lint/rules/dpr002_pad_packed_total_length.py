@@ -79,6 +79,7 @@ import libcst as cst
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow, PackSite, fresh_name, names_used, trace_to_pack
 from ..analysis.forward_path import PadCall
+from ..analysis.modules import call_argument
 from ..analysis.torch_names import PACK_PADDED_SEQUENCE, canonical
 from ..findings import AppendKeywordArgument, Fix, InsertBeforeStatement, Violation
 from .base import Example, Rule
@@ -215,10 +216,10 @@ class PadPackedTotalLength(Rule):
     def _fix_for(self, analysis: FileAnalysis, flow: FunctionFlow, site: PackSite, event: PadCall):
         if any(arg.star for arg in site.call.args):
             return "pack_padded_sequence() gets *args or **kwargs, so batch_first is unknown"
-        padded = _argument(site.call, 0, "input")
+        padded = call_argument(site.call, 0, "input")
         if not isinstance(padded, cst.Name):
             return "the input to pack_padded_sequence() is an expression, not a name"
-        batch_first = _argument(site.call, 2, "batch_first")
+        batch_first = call_argument(site.call, 2, "batch_first")
         dimension = _time_dimension(analysis.module, batch_first)
         size_expr = f"{padded.value}.size({dimension})"
         pack_seq = flow.seq_of.get(padded)
@@ -252,14 +253,6 @@ def _has_total_length(call: cst.Call) -> bool:
 def _is_none(node: cst.BaseExpression) -> bool:
     # `total_length=None` is the default spelled out: the same trap.
     return isinstance(node, cst.Name) and node.value == "None"
-
-
-def _argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg.value
-    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-    return positional[position].value if len(positional) > position else None
 
 
 def _time_dimension(module: cst.Module, batch_first: Optional[cst.BaseExpression]) -> str:

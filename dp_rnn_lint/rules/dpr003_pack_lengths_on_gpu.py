@@ -76,7 +76,7 @@ import libcst as cst
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow
 from ..analysis.forward_path import ForwardPath, PackCall
-from ..analysis.modules import self_name, string_value
+from ..analysis.modules import call_argument, self_name, string_value
 from ..findings import AppendMethodCall, Fix, Violation
 from .base import Example, Rule
 
@@ -199,12 +199,8 @@ class PackLengthsOnGpu(Rule):
 
 def _lengths_argument(call: cst.Call) -> Optional[cst.BaseExpression]:
     if any(arg.star for arg in call.args):
-        return None
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "lengths":
-            return arg.value
-    positional = [arg for arg in call.args if arg.keyword is None]
-    return positional[1].value if len(positional) > 1 else None
+        return None  # *args or **kwargs may carry the lengths
+    return call_argument(call, 1, "lengths")
 
 
 def _flow(function: cst.FunctionDef, flows: Dict) -> FunctionFlow:

@@ -66,14 +66,14 @@ Put `# noqa: DPR004` on the reported line.
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Set
+from typing import Dict, Iterator, List, Set
 
 import libcst as cst
 
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow
 from ..analysis.forward_path import ForwardPath, Invocation
-from ..analysis.modules import ModuleClass, iter_nodes
+from ..analysis.modules import ModuleClass, call_argument, iter_nodes
 from ..findings import Violation
 from .base import Example, Rule
 
@@ -193,13 +193,7 @@ class HiddenStateCrossesDataParallel(Rule):
 
 def _initial_state_parameters(call: cst.Call, flow: FunctionFlow) -> List[str]:
     """Parameters of forward passed unchanged as `rnn(x, h0)`, `rnn(x, (h0, c0))` or `rnn(x, hx=h0)`."""
-    state: Optional[cst.BaseExpression] = None
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == "hx":
-            state = arg.value
-    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-    if state is None and len(positional) > 1:
-        state = positional[1].value
+    state = call_argument(call, 1, "hx")
     if state is None:
         return []
     names = [e.value for e in state.elements] if isinstance(state, (cst.Tuple, cst.List)) else [state]
