@@ -15,6 +15,8 @@ from typing import Dict, Iterable, List, Sequence, Tuple, Union
 
 import libcst as cst
 
+from .analysis.modules import is_atomic
+
 from .findings import (AppendKeywordArgument, AppendMethodCall, Edit, Fix, InsertAtBodyStart, InsertBeforeStatement,
                        StatementLines, TextEdit)
 
@@ -150,8 +152,7 @@ class _EditApplier(cst.CSTTransformer):
 
 def _append_method_call(expression: cst.BaseExpression, method: str) -> cst.Call:
     """`expr.method()`; an expression that is not a name, attribute, call or subscript is parenthesised."""
-    atomic = isinstance(expression, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or expression.lpar
-    if not atomic:
+    if not is_atomic(expression):
         expression = expression.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     return cst.Call(func=cst.Attribute(value=expression, attr=cst.Name(method)))
 

@@ -105,6 +105,12 @@ def call_argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.B
     return positional[position].value if len(positional) > position else None
 
 
+def is_atomic(expression: cst.BaseExpression) -> bool:
+    """Whether `.method()` can follow the expression as it is: a name, attribute, call, subscript or
+    anything already in parentheses (`a + b` needs them first)."""
+    return isinstance(expression, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or bool(expression.lpar)
+
+
 def string_value(node: cst.CSTNode) -> Optional[str]:
     if isinstance(node, cst.SimpleString):
         value = node.evaluated_value

@@ -76,7 +76,7 @@ import libcst as cst
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow
 from ..analysis.forward_path import ForwardPath, PackCall
-from ..analysis.modules import call_argument, self_name, string_value
+from ..analysis.modules import call_argument, is_atomic, self_name, string_value
 from ..findings import AppendMethodCall, Fix, Violation
 from .base import Example, Rule
 
@@ -192,7 +192,7 @@ class PackLengthsOnGpu(Rule):
                 return None  # only known to break where DataParallel runs the class
             return Violation(self.code, _LIST_MESSAGE.format(param=name) + note, event.call)
         shown = analysis.module.code_for_node(lengths).strip()
-        message = _MESSAGE.format(param=name, shown=shown if _is_atomic(lengths) else f"({shown})")
+        message = _MESSAGE.format(param=name, shown=shown if is_atomic(lengths) else f"({shown})")
         fix = Fix((AppendMethodCall(lengths, "cpu", shown),), safe=kind == "tensor")
         return Violation(self.code, message + note, event.call, fix)
 
@@ -320,7 +320,3 @@ def _used_as_tensor(function: cst.FunctionDef, name: str) -> bool:
             return True
         stack.extend(node.children)
     return False
-
-
-def _is_atomic(expr: cst.BaseExpression) -> bool:
-    return isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or bool(expr.lpar)
