@@ -9,7 +9,7 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 import libcst as cst
 
 from .names import ASSIGN, DEF, PARAM, NameResolver, Scope
-from .torch_names import MODULE_LIST, TORCH_NN, canonical, is_module_base, rnn_kind
+from .torch_names import MODULE_LIST, MODULE_METHODS_RETURNING_SELF, TORCH_NN, canonical, is_module_base, rnn_kind
 
 # Words that mark a run-time name as naming an RNN class: getattr(nn, rnn_type), getattr(nn, cell).
 _RNN_WORDS = re.compile(r"rnn|lstm|gru|cell", re.IGNORECASE)
@@ -17,11 +17,6 @@ _RNN_WORDS = re.compile(r"rnn|lstm|gru|cell", re.IGNORECASE)
 # How deep to follow names through assignments before giving up (guards against cycles).
 _MAX_DEPTH = 8
 _LIST_GROWERS = ("append", "extend", "insert")
-# nn.Module methods that return the module itself: `nn.LSTM(...).to(device)` is still the LSTM.
-_RETURNS_SELF = frozenset({
-    "to", "cuda", "cpu", "float", "double", "half", "bfloat16", "type", "train", "eval",
-    "requires_grad_", "share_memory", "to_empty", "xpu", "mps", "ipu",
-})
 
 
 @dataclass(frozen=True)
@@ -338,7 +333,7 @@ class ModuleModel:
                 return _RnnValue(factory)
             if canonical(self.resolver.qualified_name(expr.func, scope)) == MODULE_LIST:
                 return self._module_list(expr, scope, depth)
-            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _RETURNS_SELF:
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in MODULE_METHODS_RETURNING_SELF:
                 return self.rnn_instance(expr.func.value, scope, depth + 1)
             return None
         if isinstance(expr, cst.Name) and expr.value == "None":

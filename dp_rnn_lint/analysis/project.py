@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..files import module_name_for, resolve_relative_import
-from .torch_names import canonical, is_module_base
+from .torch_names import MODULE_METHODS_RETURNING_SELF, canonical, is_module_base
 
 # What DataParallel is called under torch's public spellings; the function form takes the module first too.
 DATA_PARALLEL_NAMES = frozenset({
@@ -49,9 +49,6 @@ def mentions_wrap(data: bytes) -> bool:
     return (b"DataParallel" in data or b"data_parallel" in data) and _WRAP_TEXT.search(data) is not None
 
 
-# nn.Module methods that return the module itself: `X().cuda()` is still an X.
-_RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval",
-                           "requires_grad_", "share_memory", "to_empty", "xpu", "mps", "type"})
 # How far names are followed (assignments, factories, re-exports) before giving up.
 _MAX_DEPTH = 12
 _SITE_TEXT_LIMIT = 60
@@ -223,7 +220,7 @@ class _Summarizer:
         if depth > _MAX_DEPTH:
             return [UNKNOWN]
         if isinstance(expr, ast.Call):
-            if isinstance(expr.func, ast.Attribute) and expr.func.attr in _RETURNS_SELF:
+            if isinstance(expr.func, ast.Attribute) and expr.func.attr in MODULE_METHODS_RETURNING_SELF:
                 return self.values(expr.func.value, function, active, cls, depth + 1)
             if self._is_wrap(expr) and expr.args:
                 return self.values(expr.args[0], function, active, cls, depth + 1)

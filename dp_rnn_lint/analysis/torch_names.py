@@ -12,6 +12,11 @@ RNN_CLASSES = frozenset({"torch.nn.RNN", "torch.nn.LSTM", "torch.nn.GRU"})
 
 MODULE_BASE = "torch.nn.Module"
 MODULE_LIST = "torch.nn.ModuleList"
+# nn.Module methods that return the module itself: `nn.LSTM(...).to(device)` is still the LSTM.
+MODULE_METHODS_RETURNING_SELF = frozenset({
+    "to", "cuda", "cpu", "float", "double", "half", "bfloat16", "type", "train", "eval",
+    "requires_grad_", "share_memory", "to_empty", "xpu", "mps", "ipu",
+})
 TORCH_NN = "torch.nn"
 
 # Classes that are nn.Module subclasses outside torch.nn, common as model bases.
