@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
-from .analysis.project import FileContext, mentions_wrap
+from .analysis.project import FileContext, build_index, mentions_wrap
 from .analysis.screen import may_have_findings, may_have_findings_text
 from .escaping import printable
 from .files import FileProblem, module_name_for, read_source, write_atomically
@@ -272,8 +272,6 @@ def own_context(source: Union[str, bytes], path: str) -> FileContext:
     data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
     if not mentions_wrap(data):
         return FileContext()
-    from .analysis.project import build_index
-
     name = path or "<source>"
     return build_index([name], sources={name: data}).context_for(name, "any")
 
