@@ -346,6 +346,8 @@ def without_suppressed(findings: Iterable[Finding], text: str) -> List[Finding]:
     findings = list(findings)
     if not findings:
         return []
+    if "noqa" not in text.lower():
+        return findings  # nothing to tokenize for
     lines = noqa_lines(text)
     return [f for f in findings if not is_suppressed(f.code, lines.get(f.line, ""))]
 
@@ -402,8 +404,8 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
         module = _parse_with_libcst(source, look.python_error)
         text = _module_text(module, source)
         findings = without_suppressed(_analysed(module, path, rules, look.tree, text, context), text)
-        # Regenerating the code costs a pass over the tree, so it is checked only where a fix matters.
-        exact_layout = not any(f.fixable for f in findings) or module.bytes == source
+        # Regenerating the code costs a pass over the tree, so it is checked only where a fix is wanted.
+        exact_layout = not (fix or describe_fixes) or not any(f.fixable for f in findings) or module.bytes == source
         if fix and not exact_layout:
             # libcst does not reproduce a few rare layouts exactly (form feeds, CR-only line endings);
             # rewriting such a file would change bytes beyond the fix.
