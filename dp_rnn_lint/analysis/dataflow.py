@@ -14,6 +14,7 @@ import libcst as cst
 
 from .names import parameter_names
 from .statements import StatementTracker
+from .traversal import children, walk
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class FunctionFlow(cst.CSTVisitor):
         self.bindings: Dict[str, List[BindingSite]] = {}
         self._seq = 0
         self._statements = StatementTracker()
-        function.body.visit(self)
+        walk(function.body, self)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self._seq += 1
@@ -122,7 +123,7 @@ def names_used(root: cst.CSTNode) -> Set[str]:
         elif isinstance(node, cst.Arg):
             stack.append(node.value)  # nor does the keyword of `f(rnn=x)`
         else:
-            stack.extend(node.children)
+            stack.extend(children(node))
     return found
 
 

@@ -16,6 +16,7 @@ from .modules import ModuleClass, ModuleModel, RnnSubmodule, is_self_attribute, 
 from .names import Scope
 from .statements import StatementTracker
 from .torch_names import PACK_PADDED_SEQUENCE, PAD_PACKED_SEQUENCE, canonical
+from .traversal import walk
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ class ForwardPath:
 
     def walk(self, method: cst.FunctionDef, owner: ModuleClass, active: Set[cst.FunctionDef]) -> List[Event]:
         walker = _MethodWalker(self, method, owner, active | {method})
-        method.body.visit(walker)
+        walk(method.body, walker)
         return walker.events
 
 

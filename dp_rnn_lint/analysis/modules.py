@@ -10,6 +10,7 @@ import libcst as cst
 
 from .names import ASSIGN, DEF, PARAM, NameResolver, Scope
 from .torch_names import MODULE_LIST, MODULE_METHODS_RETURNING_SELF, TORCH_NN, canonical, is_module_base, rnn_kind
+from .traversal import children
 
 # Words that mark a run-time name as naming an RNN class: getattr(nn, rnn_type), getattr(nn, cell).
 _RNN_WORDS = re.compile(r"rnn|lstm|gru|cell", re.IGNORECASE)
@@ -122,7 +123,7 @@ def iter_nodes(root: cst.CSTNode, types: tuple, skip_nested_scopes: bool = False
             yield node
         if skip_nested_scopes and node is not root and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        stack.extend(reversed(node.children))
+        stack.extend(reversed(children(node)))
 
 
 class ModuleModel:

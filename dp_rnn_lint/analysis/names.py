@@ -15,6 +15,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Union
 import libcst as cst
 
 from ..files import resolve_relative_import
+from .traversal import walk
 
 # How a name got bound; only "import" bindings carry a qualified name directly.
 IMPORT, ASSIGN, PARAM, DEF, OTHER = "import", "assign", "param", "def", "other"
@@ -98,20 +99,20 @@ class ScopeBuilder(cst.CSTVisitor):
         self.current.bind(node.name.value, Binding(DEF, node=node))
         # Decorators and bases are evaluated in the enclosing scope.
         for decorator in node.decorators:
-            decorator.visit(self)
+            walk(decorator, self)
         for base in node.bases:
-            base.visit(self)
+            walk(base, self)
         for keyword in node.keywords:
-            keyword.visit(self)
+            walk(keyword, self)
         self._push(node, "class")
-        node.body.visit(self)
+        walk(node.body, self)
         self._pop()
         return False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.current.bind(node.name.value, Binding(DEF, node=node))
         for decorator in node.decorators:
-            decorator.visit(self)
+            walk(decorator, self)
         return self.visit_Lambda(node)
 
     def visit_Lambda(self, node: Union[cst.Lambda, cst.FunctionDef]) -> None:
@@ -119,14 +120,14 @@ class ScopeBuilder(cst.CSTVisitor):
         self._visit_param_defaults(node.params)
         self._push(node, "function")
         self._bind_params(node.params)
-        node.body.visit(self)
+        walk(node.body, self)
         self._pop()
         return False
 
     def _visit_param_defaults(self, params: cst.Parameters) -> None:
         for param in _all_params(params):
             if param.default is not None:
-                param.default.visit(self)
+                walk(param.default, self)
 
     def _bind_params(self, params: cst.Parameters) -> None:
         for param in _all_params(params):
@@ -136,23 +137,23 @@ class ScopeBuilder(cst.CSTVisitor):
         # The first iterable is evaluated outside; everything else inside the comprehension's scope.
         first_call = len(self.calls)
         for_in = node.for_in
-        for_in.iter.visit(self)
+        walk(for_in.iter, self)
         self._push(node, "comprehension")
         comp = for_in
         first = True
         while comp is not None:
             if not first:
-                comp.iter.visit(self)
+                walk(comp.iter, self)
             first = False
             self._bind_target(comp.target, None)
             for condition in comp.ifs:
-                condition.visit(self)
+                walk(condition, self)
             comp = comp.inner_for_in
         element_call = len(self.calls)
         for name in ("elt", "key", "value"):
             child = getattr(node, name, None)
             if child is not None:
-                child.visit(self)
+                walk(child, self)
         # The element comes first in the source: keep the recorded calls in source order.
         self.calls[first_call:] = self.calls[element_call:] + self.calls[first_call:element_call]
         self._pop()
@@ -254,7 +255,7 @@ class NameResolver:
 
     def __init__(self, module: cst.Module, module_name: Optional[str] = None, is_package: bool = False) -> None:
         builder = ScopeBuilder(module_name, is_package)
-        module.visit(builder)
+        walk(module, builder)
         self.scopes = builder.scopes
         self.calls = builder.calls
         self.module_scope = builder.scopes[module]

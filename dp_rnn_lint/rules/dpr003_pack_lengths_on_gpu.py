@@ -77,6 +77,7 @@ from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow
 from ..analysis.forward_path import ForwardPath, PackCall
 from ..analysis.modules import call_argument, is_atomic, self_name, string_value
+from ..analysis.traversal import children
 from ..findings import AppendMethodCall, Fix, Violation
 from .base import Example, Rule
 
@@ -318,5 +319,5 @@ def _used_as_tensor(function: cst.FunctionDef, name: str) -> bool:
         if (isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == name
                 and node.attr.value not in _LIST_METHODS):
             return True
-        stack.extend(node.children)
+        stack.extend(children(node))
     return False

@@ -1,0 +1,78 @@
+"""Walking libcst trees at the cost of reading attributes.
+
+libcst's own `node.children` and `node.visit(visitor)` rebuild every node they pass (its visitors are
+transformers underneath) and call a hook per attribute: a walk costs microseconds a node, more than the
+analysis that reads it. The analysis only ever needs the nodes that carry meaning, in source order, so
+this module reads them straight from each node's fields, leaving out whitespace, comments, brackets,
+commas and operator tokens, and drives visitors with libcst's protocol (`on_visit` returning False
+skips the children, `on_leave` always follows; `visit_<Node>`/`leave_<Node>` are dispatched by libcst's
+`CSTVisitor.on_visit`/`on_leave`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List, Tuple
+
+import libcst as cst
+
+# Nodes that never carry meaning for the analysis: layout and punctuation.
+_TOKEN_BASES: Tuple[type, ...] = (
+    cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline, cst.Comment,
+    cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace,
+    cst.RightCurlyBrace, cst.Comma, cst.Dot, cst.Semicolon, cst.Colon, cst.AssignEqual, cst.Asynchronous,
+    cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp,
+)
+
+# Where a node's fields are not declared in source order, the order libcst visits them in (which is
+# source order); fields not listed carry no meaning there.
+_SOURCE_ORDER: Dict[type, Tuple[str, ...]] = {
+    cst.FunctionDef: ("decorators", "name", "type_parameters", "params", "returns", "body"),
+    cst.ClassDef: ("decorators", "name", "type_parameters", "bases", "keywords", "body"),
+    cst.IfExp: ("body", "test", "orelse"),
+    cst.Arg: ("keyword", "value"),
+    cst.ExceptHandler: ("type", "name", "body"),
+    cst.ExceptStarHandler: ("type", "name", "body"),
+    cst.MatchCase: ("pattern", "guard", "body"),
+    cst.TypeAlias: ("name", "type_parameters", "value"),
+    cst.Parameters: ("posonly_params", "posonly_ind", "params", "star_arg", "kwonly_params", "star_kwarg"),
+}
+
+_FIELDS: Dict[type, Tuple[str, ...]] = {}
+_IS_TOKEN: Dict[type, bool] = {}
+
+
+def _fields(node_type: type) -> Tuple[str, ...]:
+    declared = [f.name for f in dataclasses.fields(node_type)]
+    names = _FIELDS[node_type] = tuple(name for name in _SOURCE_ORDER.get(node_type, declared) if name in declared)
+    return names
+
+
+def _is_token(node_type: type) -> bool:
+    found = _IS_TOKEN.get(node_type)
+    if found is None:
+        found = _IS_TOKEN[node_type] = issubclass(node_type, _TOKEN_BASES)
+    return found
+
+
+def children(node: cst.CSTNode) -> List[cst.CSTNode]:
+    """The node's children that carry meaning, in source order."""
+    node_type = type(node)
+    names = _FIELDS.get(node_type) or _fields(node_type)
+    found: List[cst.CSTNode] = []
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            if not _is_token(type(value)):
+                found.append(value)
+        elif isinstance(value, (tuple, list)):
+            found.extend(item for item in value if isinstance(item, cst.CSTNode) and not _is_token(type(item)))
+    return found
+
+
+def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """`node.visit(visitor)` over the nodes that carry meaning."""
+    if visitor.on_visit(node):
+        for child in children(node):
+            walk(child, visitor)
+    visitor.on_leave(node)
