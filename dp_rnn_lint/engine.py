@@ -398,19 +398,14 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
 
 def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[Rule], fix: bool, describe_fixes: bool,
                  look: _FirstLook, context: FileContext) -> FileResult:
-    from .fixes import FixError, apply_edits, check_compiles, text_edits
+    from .fixes import FixError, check_compiles, text_edits
 
     try:
         module = _parse_with_libcst(source, look.python_error)
         text = _module_text(module, source)
         findings = without_suppressed(_analysed(module, path, rules, look.tree, text, context), text)
-        # Regenerating the code costs a pass over the tree, so it is checked only where a fix is wanted.
-        exact_layout = not (fix or describe_fixes) or not any(f.fixable for f in findings) or module.bytes == source
-        if fix and not exact_layout:
-            # libcst does not reproduce a few rare layouts exactly (form feeds, CR-only line endings);
-            # rewriting such a file would change bytes beyond the fix.
-            raise FileProblem("cannot be fixed safely: its layout (form feed or CR-only line endings) "
-                              "would not be kept byte for byte")
+        # Regenerating the code costs a pass over the tree, so it is checked only where edits are shown.
+        exact_layout = not describe_fixes or not any(f.fixable for f in findings) or module.bytes == source
         if fix:
             current = source  # the module's bytes: known, so never regenerated just to compare
             rounds = 0
@@ -418,7 +413,7 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
                 rounds += 1
                 fixable_before = Counter(f.code for f in findings if f.fixable)
                 edits = [edit for f in findings if f.fix is not None for edit in f.fix.edits]
-                new_bytes = apply_edits(module, edits).bytes
+                new_bytes = _fixed_bytes(module, edits, current)
                 check_compiles(new_bytes, path or "<source>")
                 if new_bytes == current:
                     break
@@ -439,6 +434,23 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
     except (FileProblem, FixError) as problem:
         result.problem = str(problem)
     return result
+
+
+def _fixed_bytes(module: cst.Module, edits: Sequence, source: bytes) -> bytes:
+    """`source` with the edits applied: spliced into the text where only the touched statements need
+    regenerating, else the whole module regenerated, which only a module libcst reproduces exactly may be."""
+    from .fixes import apply_edits, spliced_text
+
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    spliced = spliced_text(module, edits, source.decode(encoding))
+    if spliced is not None:
+        return spliced.encode(encoding)
+    if module.bytes != source:
+        # libcst does not reproduce a few rare layouts exactly (form feeds, CR-only line endings);
+        # rewriting such a file would change bytes beyond the fix.
+        raise FileProblem("cannot be fixed safely: its layout (form feed or CR-only line endings) "
+                          "would not be kept byte for byte")
+    return apply_edits(module, edits).bytes
 
 
 def lint_path(path: str, selection: Selection = Selection(), fix: bool = False, write: bool = False,

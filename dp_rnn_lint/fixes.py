@@ -11,11 +11,12 @@ from __future__ import annotations
 import difflib
 import os.path
 import warnings
-from typing import Dict, Iterable, List, Sequence, Tuple, Union
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
 from .analysis.modules import is_atomic
+from .analysis.traversal import children
 
 from .findings import (AppendKeywordArgument, AppendMethodCall, Edit, Fix, InsertAtBodyStart, InsertBeforeStatement,
                        StatementLines, TextEdit)
@@ -28,6 +29,49 @@ class FixError(Exception):
 def apply_edits(module: cst.Module, edits: Iterable[Edit]) -> cst.Module:
     transformer = _EditApplier(module, edits)
     return module.visit(transformer)
+
+
+def spliced_text(module: cst.Module, edits: Sequence[Edit], text: str) -> Optional[str]:
+    """`text` (the module's source) with the edits applied, regenerating only the top-level statements
+    they touch: each one's code, as libcst writes it back, must appear exactly once in `text`, which
+    proves the layout is kept byte for byte there, and everything else is left as it was. None where
+    that cannot be shown (the caller then regenerates the whole module)."""
+    targets = {id(_edit_target(edit)) for edit in edits}
+    before_top_level = {id(edit.statement) for edit in edits if isinstance(edit, InsertBeforeStatement)}
+    applier = _EditApplier(module, edits)
+    found: Set[int] = set()
+    for statement in module.body:
+        held = _ids_under(statement) & targets
+        if not held:
+            continue
+        if id(statement) in before_top_level:
+            return None  # an insertion between top-level statements is the module's to make
+        found |= held
+        old, new = module.code_for_node(statement), module.code_for_node(statement.visit(applier))
+        if text.count(old) != 1:
+            return None
+        text = text.replace(old, new)
+    return text if found == targets else None
+
+
+def _edit_target(edit: Edit) -> cst.CSTNode:
+    if isinstance(edit, InsertAtBodyStart):
+        return edit.function
+    if isinstance(edit, InsertBeforeStatement):
+        return edit.statement
+    if isinstance(edit, AppendKeywordArgument):
+        return edit.call
+    return edit.expression
+
+
+def _ids_under(root: cst.CSTNode) -> Set[int]:
+    found = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        found.add(id(node))
+        stack.extend(children(node))
+    return found
 
 
 def text_edits(module: cst.Module, fix: Fix) -> Tuple[TextEdit, ...]:
