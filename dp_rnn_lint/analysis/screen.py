@@ -46,20 +46,23 @@ def may_have_findings_text(source, codes: Iterable[str]) -> bool:
 def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
     """False only when no rule among `codes` can find anything in the file."""
     codes = set(codes)
-    if not any(isinstance(node, _FUNCTIONS) and node.name == "forward" for node in ast.walk(tree)):
+    nodes = list(ast.walk(tree))  # walked once: every check below reads this list
+    if not any(isinstance(node, _FUNCTIONS) and node.name == "forward" for node in nodes):
         return False
-    bindings = list(_bindings(tree))
-    if "DPR002" in codes and _has_pad_call_without_total_length(tree, _closure(bindings, {PAD_PACKED}, set())):
+    calls = [node for node in nodes if isinstance(node, ast.Call)]
+    torch_nn = _torch_nn_names(nodes)
+    # What each name the file binds mentions, read once for the three closures below.
+    mentions = _mentions(_bindings(tree), torch_nn)
+    if "DPR002" in codes and _has_pad_call_without_total_length(calls, _grown({PAD_PACKED}, mentions)):
         return True
-    if "DPR003" in codes and _has_call(tree, _closure(bindings, {PACK_PADDED}, set())):
+    if "DPR003" in codes and _has_call(calls, _grown({PACK_PADDED}, mentions)):
         return True
     if codes & _RNN_CODES:
-        torch_nn = _torch_nn_names(tree)
         # `nn.LSTM` is torch's whatever the file calls LSTM; a bare `LSTM` is only when the file does not
         # define a class of that name itself.
-        seeds = (set(RNN_NAMES) - _own_rnn_named_definitions(tree)) | {f".{name}" for name in RNN_NAMES} | {_GETATTR}
-        rnn_names = _closure(bindings, seeds, torch_nn)
-        return any(isinstance(node, ast.ClassDef) and _class_may_hold_rnn(node, rnn_names, torch_nn) for node in ast.walk(tree))
+        seeds = (set(RNN_NAMES) - _own_rnn_named_definitions(tree, nodes)) | {f".{name}" for name in RNN_NAMES} | {_GETATTR}
+        rnn_names = _grown(seeds, mentions)
+        return any(isinstance(node, ast.ClassDef) and _class_may_hold_rnn(node, rnn_names, torch_nn) for node in nodes)
     return False
 
 
@@ -93,10 +96,10 @@ def _creates_or_stores(nodes: Iterable[ast.AST], names: Set[str], torch_nn: Set[
     return False
 
 
-def _torch_nn_names(tree: ast.Module) -> Set[str]:
+def _torch_nn_names(nodes: List[ast.AST]) -> Set[str]:
     """Names that may stand for torch.nn (or torch.nn.modules): `nn`, `modules`, and import aliases."""
     names = {"nn", "modules"}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             names.update(alias.asname for alias in node.names if alias.asname and alias.name.startswith("torch.nn"))
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
@@ -156,11 +159,21 @@ def _target_names(target) -> Iterator[str]:
         yield from _target_names(target.value)
 
 
-def _closure(bindings: List[Tuple[str, ast.AST]], seeds: Set[str], torch_nn: Set[str]) -> Set[str]:
+def _closure(bindings: Iterable[Tuple[str, ast.AST]], seeds: Set[str], torch_nn: Set[str]) -> Set[str]:
     """The seeds, and every name bound to something that mentions one of them (until nothing changes)."""
+    return _grown(seeds, _mentions(bindings, torch_nn))
+
+
+def _mentions(bindings: Iterable[Tuple[str, ast.AST]], torch_nn: Set[str]) -> Dict[str, Set[str]]:
+    """For each bound name, the identifiers of everything it is bound to."""
     mentions: Dict[str, Set[str]] = {}
     for name, value in bindings:
         mentions.setdefault(name, set()).update(_identifiers(value, torch_nn))
+    return mentions
+
+
+def _grown(seeds: Set[str], mentions: Dict[str, Set[str]]) -> Set[str]:
+    """The seeds, and every name whose mentions meet them (until nothing changes)."""
     names = set(seeds)
     changed = True
     while changed:
@@ -197,14 +210,14 @@ def _meets(identifiers: Set[str], names: Set[str]) -> bool:
     return False
 
 
-def _own_rnn_named_definitions(tree: ast.Module) -> Set[str]:
+def _own_rnn_named_definitions(tree: ast.Module, nodes: List[ast.AST]) -> Set[str]:
     """RNN class names the module itself defines (`class LSTM(RNNBase)`, as torch's quantized modules do)
     and never imports: a bare `LSTM(...)` there names that class, which counts only if its bases do."""
     defined = {node.name for node in tree.body
                if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in RNN_NAMES}
     if not defined:
         return set()
-    imported = {alias.asname or alias.name.split(".")[0] for node in ast.walk(tree)
+    imported = {alias.asname or alias.name.split(".")[0] for node in nodes
                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
     return defined - imported
 
@@ -214,15 +227,12 @@ def _mentions_any(node: ast.AST, names: Set[str]) -> bool:
                for child in ast.walk(node))
 
 
-def _has_pad_call_without_total_length(tree: ast.Module, pad_names: Set[str]) -> bool:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and callee_name(node.func) in pad_names and not _passes_total_length(node):
-            return True
-    return False
+def _has_pad_call_without_total_length(calls: List[ast.Call], pad_names: Set[str]) -> bool:
+    return any(callee_name(call.func) in pad_names and not _passes_total_length(call) for call in calls)
 
 
-def _has_call(tree: ast.Module, names: Set[str]) -> bool:
-    return any(isinstance(node, ast.Call) and callee_name(node.func) in names for node in ast.walk(tree))
+def _has_call(calls: List[ast.Call], names: Set[str]) -> bool:
+    return any(callee_name(call.func) in names for call in calls)
 
 
 def callee_name(func: ast.AST) -> str:
