@@ -15,6 +15,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from .ast_walk import walk
 from .screen import callee_name
 
 Span = Tuple[int, int, int, int]  # line, column, end line, end column: 1-based, columns in characters
@@ -26,7 +27,7 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 def call_spans(calls: Sequence[cst.Call], tree: ast.AST, text: str) -> Optional[Dict[cst.Call, Span]]:
     """Each libcst call's span, from `tree` (Python's tree of `text`); None when the trees disagree."""
     ast_calls = sorted(
-        (node for node in ast.walk(tree) if isinstance(node, ast.Call)),
+        (node for node in walk(tree) if isinstance(node, ast.Call)),
         # Source order; of calls starting together (`f(x)(y)`), the outer one first, as libcst visits.
         key=lambda node: (node.lineno, node.col_offset, -(node.end_lineno or 0), -(node.end_col_offset or 0)),
     )

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..files import module_name_for, resolve_relative_import
+from .ast_walk import child_nodes
 from .torch_names import MODULE_METHODS_RETURNING_SELF, canonical, is_module_base
 
 # What DataParallel is called under torch's public spellings; the function form takes the module first too.
@@ -125,7 +126,7 @@ class _Summarizer:
         stack = [(self.tree, None, None, None, None, "")]
         while stack:
             node, function, cls, class_calls, top, prefix = stack.pop()
-            for child in ast.iter_child_nodes(node):
+            for child in child_nodes(node):
                 kind = type(child)
                 if kind in _LEAF_TYPES:
                     continue  # nothing the index needs can sit below these (most of a tree)
@@ -282,13 +283,13 @@ def _is_parameter(name: str, function: ast.AST) -> bool:
 
 def _own_nodes(scope: ast.AST, types) -> Iterable[ast.AST]:
     """Nodes of the given types in a scope's body, not in nested functions or classes."""
-    stack = list(ast.iter_child_nodes(scope))
+    stack = child_nodes(scope)
     while stack:
         node = stack.pop()
         if isinstance(node, types):
             yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(node))
+            stack.extend(child_nodes(node))
 
 
 _EMPTY_SUMMARY = {"module": None, "package": False, "imports": {}, "classes": {}, "functions": {}, "wraps": []}
