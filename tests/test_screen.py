@@ -82,6 +82,28 @@ def test_the_screen_keeps_every_rule_example_finding(source):
         def forward(self, x):
             return self.inner(x)  # an LSTM-free wrapper
     """,
+    # "forward" and LSTM in prose and in other names only: no method named forward.
+    """
+    import torch.nn as nn
+    class Tagger(nn.Module):
+        \"\"\"Runs an LSTM forward over the tokens.\"\"\"
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(4, 4)
+        def forward_hook(self, x):
+            return self.lstm(x)
+    """,
+    # A forward, getattr and an RNN named only in a docstring and a string: torch's export code looks so.
+    """
+    import torch.nn as nn
+    class Exported(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+        def forward(self, x):
+            \"\"\"Like nn.LSTM, this keeps its state.\"\"\"
+            return getattr(self.inner, "LSTM")(x)
+    """,
 ])
 def test_the_screen_skips_files_that_plainly_hold_no_finding(snippet):
     assert screened_out(textwrap.dedent(snippet))
@@ -108,6 +130,17 @@ def test_the_screen_skips_files_that_plainly_hold_no_finding(snippet):
             super().__init__()
             self.rnn = build(kind)
         def forward(self, x):
+            return self.rnn(x)
+    """,
+    # A line continuation between `def` and the name.
+    """
+    import torch.nn as nn
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(4, 4)
+        def \\
+                forward(self, x):
             return self.rnn(x)
     """,
     """
@@ -191,3 +224,11 @@ def test_rule_codes_known_without_loading_the_rules_match_the_rules():
     from dp_rnn_lint import rules
 
     assert rules.RULE_CODES == tuple(rule.code for rule in rules.ALL_RULES)
+
+
+def test_the_text_screen_needs_a_function_named_forward():
+    # Before any parse: a file that only calls forward, or names a method forward_hook, defines no forward.
+    assert not may_have_findings_text("out = nn.LSTM(4, 4).forward(x)\ndef forward_hook(self, lstm_out): pass\n", CODES)
+    assert may_have_findings_text("async def forward(self, x): return nn.LSTM\n", CODES)
+    assert may_have_findings_text("def \\\n    forward(self, x): return nn.LSTM\n", CODES)
+    assert may_have_findings_text(b"def\tforward(self, x): return nn.LSTM\n", CODES)

@@ -17,6 +17,8 @@ import ast
 import re
 from typing import Dict, Iterable, Iterator, List, Set, Tuple
 
+from .ast_walk import child_nodes, walk
+
 RNN_NAMES = frozenset({"RNN", "LSTM", "GRU"})
 PAD_PACKED = "pad_packed_sequence"
 PACK_PADDED = "pack_padded_sequence"
@@ -28,14 +30,16 @@ _GETATTR = "getattr()"
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # The same conditions on the text, before any parse: the words each rule's seeds are spelled with.
 _RNN_WORD = re.compile(rb"\b(?:RNN|LSTM|GRU)\b|getattr")
+# A function named forward: only whitespace and line continuations can stand between `def` and its name.
+_FORWARD_DEF = re.compile(rb"def[\s\\]+forward\b")
 
 
 def may_have_findings_text(source, codes: Iterable[str]) -> bool:
-    """False when the text alone shows that no rule among `codes` can find anything: no `forward`, and
-    neither an RNN class name nor `getattr` (DPR001, DPR004) nor `pad_packed_sequence` (DPR002) nor
+    """False when the text alone shows that no rule among `codes` can find anything: no `def forward`,
+    or neither an RNN class name nor `getattr` (DPR001, DPR004) nor `pad_packed_sequence` (DPR002) nor
     `pack_padded_sequence` (DPR003)."""
     data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
-    if b"forward" not in data:
+    if b"forward" not in data or _FORWARD_DEF.search(data) is None:
         return False
     codes = set(codes)
     return (("DPR002" in codes and PAD_PACKED.encode() in data)
@@ -46,21 +50,32 @@ def may_have_findings_text(source, codes: Iterable[str]) -> bool:
 def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
     """False only when no rule among `codes` can find anything in the file."""
     codes = set(codes)
-    nodes = list(ast.walk(tree))  # walked once: every check below reads this list
+    nodes = walk(tree)  # walked once: every check below reads this list
     if not any(isinstance(node, _FUNCTIONS) and node.name == "forward" for node in nodes):
         return False
-    calls = [node for node in nodes if isinstance(node, ast.Call)]
     torch_nn = _torch_nn_names(nodes)
-    # What each name the file binds mentions, read once for the three closures below.
-    mentions = _mentions(_bindings(tree), torch_nn)
-    if "DPR002" in codes and _has_pad_call_without_total_length(calls, _grown({PAD_PACKED}, mentions)):
-        return True
-    if "DPR003" in codes and _has_call(calls, _grown({PACK_PADDED}, mentions)):
-        return True
+    # Every name a binding below can mention is among these: where none of a rule's seeds is, no name
+    # can lead to one, and the closures need not be built at all.
+    used = _identifiers_in(nodes, torch_nn) | _imported_names(nodes)
+    want_pad = "DPR002" in codes and _meets(used, {PAD_PACKED})
+    want_pack = "DPR003" in codes and _meets(used, {PACK_PADDED})
+    seeds: Set[str] = set()
     if codes & _RNN_CODES:
         # `nn.LSTM` is torch's whatever the file calls LSTM; a bare `LSTM` is only when the file does not
         # define a class of that name itself.
         seeds = (set(RNN_NAMES) - _own_rnn_named_definitions(tree, nodes)) | {f".{name}" for name in RNN_NAMES} | {_GETATTR}
+        if not _meets(used, seeds):
+            seeds = set()
+    if not (want_pad or want_pack or seeds):
+        return False
+    calls = [node for node in nodes if isinstance(node, ast.Call)]
+    # What each name the file binds mentions, read once for the three closures below.
+    mentions = _mentions(_bindings(tree), torch_nn)
+    if want_pad and _has_pad_call_without_total_length(calls, _grown({PAD_PACKED}, mentions)):
+        return True
+    if want_pack and _has_call(calls, _grown({PACK_PADDED}, mentions)):
+        return True
+    if seeds:
         rnn_names = _grown(seeds, mentions)
         return any(isinstance(node, ast.ClassDef) and _class_may_hold_rnn(node, rnn_names, torch_nn) for node in nodes)
     return False
@@ -71,6 +86,8 @@ def _class_may_hold_rnn(cls: ast.ClassDef, rnn_names: Set[str], torch_nn: Set[st
     one in an attribute. Names count where they are visible: each method's own (a local
     `cell = nn.LSTM`, a parameter's default) in that method, and the class body's (a class attribute,
     reached as `self.cell`) everywhere in the class."""
+    if not _meets(_identifiers(cls, torch_nn), rnn_names):
+        return False  # nothing in the class can lead to an RNN, whatever it binds
     methods = [node for node in cls.body if isinstance(node, _FUNCTIONS)]
     others = [node for node in cls.body if not isinstance(node, _FUNCTIONS)]
     class_level = [binding for node in others for binding in _bindings(node)]
@@ -85,7 +102,7 @@ def _class_may_hold_rnn(cls: ast.ClassDef, rnn_names: Set[str], torch_nn: Set[st
 
 def _creates_or_stores(nodes: Iterable[ast.AST], names: Set[str], torch_nn: Set[str]) -> bool:
     for top in nodes:
-        for node in ast.walk(top):
+        for node in walk(top):
             if isinstance(node, ast.Call) and _meets(_identifiers(node.func, torch_nn), names):
                 return True
             if (isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None
@@ -114,7 +131,7 @@ def _outside_classes(tree: ast.Module) -> Iterator[ast.AST]:
     while stack:
         node = stack.pop()
         yield node
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             if isinstance(child, ast.ClassDef):
                 yield child
             else:
@@ -188,16 +205,27 @@ def _grown(seeds: Set[str], mentions: Dict[str, Set[str]]) -> Set[str]:
 def _identifiers(node: ast.AST, torch_nn: Set[str]) -> Set[str]:
     """Names used under `node`, attribute names (as `.name`), plus _GETATTR for `getattr(m, ...)` where
     `m` may be torch.nn (as the rules look RNN classes up by name only there)."""
+    return _identifiers_in(walk(node), torch_nn)
+
+
+def _identifiers_in(nodes: Iterable[ast.AST], torch_nn: Set[str]) -> Set[str]:
+    """_identifiers() over a list of nodes already walked."""
     found: Set[str] = set()
-    for child in ast.walk(node):
-        if isinstance(child, ast.Name):
+    for child in nodes:
+        kind = type(child)
+        if kind is ast.Name:
             found.add(child.id)
-        elif isinstance(child, ast.Attribute):
+        elif kind is ast.Attribute:
             found.add("." + child.attr)
-        elif (isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == "getattr"
+        elif (kind is ast.Call and isinstance(child.func, ast.Name) and child.func.id == "getattr"
               and child.args and _mentions_any(child.args[0], torch_nn)):
             found.add(_GETATTR)
     return found
+
+
+def _imported_names(nodes: Iterable[ast.AST]) -> Set[str]:
+    """The names `from m import name` brings in, as _bindings() spells what they are bound to."""
+    return {alias.name for node in nodes if isinstance(node, ast.ImportFrom) for alias in node.names}
 
 
 def _meets(identifiers: Set[str], names: Set[str]) -> bool:
@@ -224,7 +252,7 @@ def _own_rnn_named_definitions(tree: ast.Module, nodes: List[ast.AST]) -> Set[st
 
 def _mentions_any(node: ast.AST, names: Set[str]) -> bool:
     return any((isinstance(child, ast.Name) and child.id in names) or (isinstance(child, ast.Attribute) and child.attr in names)
-               for child in ast.walk(node))
+               for child in walk(node))
 
 
 def _has_pad_call_without_total_length(calls: List[ast.Call], pad_names: Set[str]) -> bool:
