@@ -12,7 +12,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 from . import __version__
 from .analysis.project import FileContext
@@ -21,6 +21,8 @@ from .findings import Finding, Fix
 
 CACHE_DIR_ENV = "DP_RNN_LINT_CACHE_DIR"
 DEFAULT_CACHE_DIR = ".dp-rnn-lint-cache"
+# Stands for the context in the key of a first look, which no project index context can equal.
+FIRST_LOOK = "first look: the cheap stages alone"
 
 
 def default_cache_dir() -> Path:
@@ -34,7 +36,7 @@ class ResultCache:
         self._usable = True
 
     @staticmethod
-    def key(path: str, source: bytes, selection: Selection, context: FileContext = FileContext()) -> str:
+    def key(path: str, source: bytes, selection: Selection, context: Union[FileContext, str] = FileContext()) -> str:
         # The context (which classes are wrapped, and where) changes findings without changing the file.
         digest = hashlib.sha256()
         for part in (__version__, path, repr(selection), repr(context)):
@@ -42,10 +44,39 @@ class ResultCache:
         digest.update(source)
         return digest.hexdigest()
 
+    @staticmethod
+    def first_look_key(path: str, source: bytes, selection: Selection) -> str:
+        """The key of what the cheap stages alone say of a file: no project index is needed to ask it."""
+        return ResultCache.key(path, source, selection, FIRST_LOOK)
+
     def get(self, key: str, path: str, source: bytes) -> Optional[FileResult]:
+        stored = self._read(key)
+        return None if stored is None or stored.get("needs_analysis") else self._result(stored, path, source)
+
+    def get_first_look(self, key: str, path: str, source: bytes) -> Union[FileResult, bool, None]:
+        """Under a first_look_key: the file's result, True when the file needs the analysis (and so the
+        index's context: its result is under the context's key), None when nothing is known."""
+        stored = self._read(key)
+        if stored is None:
+            return None
+        if stored.get("needs_analysis") is True:
+            return True
+        return self._result(stored, path, source)
+
+    def put_needs_analysis(self, key: str) -> None:
+        self._write(key, {"needs_analysis": True})
+
+    def _read(self, key: str) -> Optional[dict]:
         try:
             with open(self._entry(key), encoding="utf-8") as handle:
                 stored = json.load(handle)
+        except (OSError, ValueError):
+            return None  # absent or damaged: lint the file
+        return stored if isinstance(stored, dict) else None
+
+    @staticmethod
+    def _result(stored: dict, path: str, source: bytes) -> Optional[FileResult]:
+        try:
             findings = [
                 Finding(path, item["line"], item["col"], item["code"], item["message"],
                         Fix((), item["safe"], item["fix"]) if item["fixable"] else None,
@@ -53,13 +84,11 @@ class ResultCache:
                 for item in stored["findings"]
             ]
             return FileResult(path, findings, stored["problem"], original=source, note=stored["note"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None  # absent or damaged: lint the file
+        except (KeyError, TypeError):
+            return None  # damaged: lint the file
 
     def put(self, key: str, result: FileResult) -> None:
-        if not self._usable or not self._prepare():
-            return
-        stored = {
+        self._write(key, {
             "findings": [
                 {"line": f.line, "col": f.col, "end_line": f.end_line, "end_col": f.end_col, "code": f.code,
                  "message": f.message, "fixable": f.fixable, "safe": bool(f.fix and f.fix.safe),
@@ -68,7 +97,11 @@ class ResultCache:
             ],
             "problem": result.problem,
             "note": result.note,
-        }
+        })
+
+    def _write(self, key: str, stored: dict) -> None:
+        if not self._usable or not self._prepare():
+            return
         entry = self._entry(key)
         try:
             entry.parent.mkdir(exist_ok=True)

@@ -255,15 +255,28 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         found = [(path, problem, settings.selection_for(path), settings)
                  for given, settings in settings_per_path for path, problem in _files(given, settings)]
         cache_dir = None if args.no_cache else (Path(args.cache_dir) if args.cache_dir else default_cache_dir())
-        if _needs_index([(selection, settings) for _, _, selection, settings in found]):
+        jobs = args.jobs or default_jobs()
+
+        def built_index(pool=None):
             # The whole run's files form the project: a class in one file may be wrapped in another.
+            nonlocal index
             index = build_index([path for path, problem, _, _ in found if problem is None],
-                                cache_file=index_cache_file(cache_dir, os.getcwd()), jobs=args.jobs or default_jobs())
-        tasks = [Task(path, selection, problem, index.context_for(path, settings.scope) if index else FileContext())
+                                cache_file=index_cache_file(cache_dir, os.getcwd()), jobs=jobs, pool=pool)
+            return index
+
+        lazy = _needs_index([(selection, settings) for _, _, selection, settings in found])
+        if lazy and any(settings.scope == "wrapped" for _, settings in settings_per_path):
+            # Wrapped scope lists the wraps it could not resolve, so its index is built whatever the files.
+            built_index()
+            lazy = False
+        # Otherwise the index is built only once a file needs the analysis (most trees have none).
+        tasks = [Task(path, selection, problem,
+                      index.context_for(path, settings.scope) if index else (None if lazy else FileContext()),
+                      scope=settings.scope)
                  for path, problem, selection, settings in found]
         cache = None if cache_dir is None else ResultCache(cache_dir)
-        results = lint_files(tasks, Options(fix=fix, write=write, describe_fixes=describe_fixes),
-                             jobs=args.jobs or default_jobs(), cache=cache)
+        results = lint_files(tasks, Options(fix=fix, write=write, describe_fixes=describe_fixes), jobs=jobs, cache=cache,
+                             index=built_index if lazy else None)
     unresolved = _unresolved_in_wrapped_scope(index, settings_per_path)
 
     problems = [r for r in results if r.problem is not None]

@@ -367,6 +367,25 @@ class FileResult:
         return sum(self.fixed_codes.values())
 
 
+def settled_without_analysis(source: bytes, path: str, selection: Selection = Selection()) -> Optional[FileResult]:
+    """The result of a file the cheap stages settle with every selected code, which is then its result
+    whatever the project index says of it (the index only ever takes codes away, and the screen with
+    fewer codes says no where it says no with all of them); None when the file needs the analysis."""
+    result = FileResult(path, original=source)
+    codes = selection.codes()
+    if not codes:
+        return result
+    try:
+        look = _first_look(source, codes)
+    except FileProblem as problem:
+        result.problem = str(problem)
+        return result
+    if look.needs_analysis:
+        return None
+    result.note = look.note
+    return result
+
+
 def lint_source(source: bytes, path: str, selection: Selection = Selection(), fix: bool = False,
                 describe_fixes: bool = False, context: Optional[FileContext] = None) -> FileResult:
     """Findings left after noqa (and after fixing, when asked); the fixed bytes are not written.

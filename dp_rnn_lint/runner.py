@@ -3,6 +3,11 @@ processes, results back in the order the files were found.
 
 Reading a file and the word pre-filter cost microseconds and stay in this process; what can cost
 milliseconds (Python's parser, the screen, libcst) goes to the workers.
+
+A task may come without its context (what the project index says of the file): building the index
+reads every file and parses those that wrap, which most runs (a tree where no file can hold a finding)
+never need. Such files get a first look by the cheap stages alone, a few at a time; the index is built
+only when one of them needs the analysis, and from then on every file goes straight to it.
 """
 
 from __future__ import annotations
@@ -10,17 +15,21 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Iterable, Iterator, List, Optional, Tuple
+from typing import Callable, Deque, Iterable, List, Optional, Tuple
 
-from .analysis.project import FileContext
+from .analysis.project import FileContext, ProjectIndex
 from .cache import ResultCache
-from .engine import FileResult, Selection, lint_path, lint_source, may_contain_candidates
+from .engine import FileResult, Selection, lint_path, lint_source, may_contain_candidates, settled_without_analysis
 from .files import FileProblem, read_source
 
 # Below this many files to parse, starting worker processes costs more than it saves.
 _MIN_FILES_FOR_POOL = 4
+# First looks go out this many files at a time at first, then twice as many each time, so that few
+# files are looked at twice when one turns out to need the index after all.
+_FIRST_LOOK_CHUNK = 4
 
 
 @dataclass(frozen=True)
@@ -28,7 +37,9 @@ class Task:
     path: str
     selection: Selection
     problem: Optional[str] = None  # found while walking: reported as it is
-    context: FileContext = FileContext()  # what the project index says about the file
+    # What the project index says about the file; None: asked of lint_files' index when the file needs it.
+    context: Optional[FileContext] = FileContext()
+    scope: str = "any"  # the scope the index's context is asked for
 
 
 @dataclass(frozen=True)
@@ -45,37 +56,145 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def lint_files(tasks: Iterable[Task], options: Options, jobs: int = 1,
-               cache: Optional[ResultCache] = None) -> List[FileResult]:
+@dataclass(frozen=True)
+class _Deferred:
+    """A first look's answer for a file the cheap stages cannot settle: the bytes the worker read."""
+
+    source: bytes
+
+
+def lint_files(tasks: Iterable[Task], options: Options, jobs: int = 1, cache: Optional[ResultCache] = None,
+               index: Optional[Callable[[Optional[Executor]], ProjectIndex]] = None) -> List[FileResult]:
+    """Every task's result, in order. `index` builds the project index (in the given pool, if any) for
+    the tasks that come without a context; it is called at most once, and only if one needs it."""
     tasks = list(tasks)
     results: List[Optional[FileResult]] = [None] * len(tasks)
-    pending: List[int] = []
     # JSON and SARIF need each fix's edits, which the cache does not keep.
     cache = cache if not options.describe_fixes else None
-    for index, task in enumerate(tasks):
+    ready: List[int] = []  # files with a context, for the analysis
+    looks: List[int] = []  # files without one, for the cheap stages first
+    deferred: List[int] = []  # files that need the analysis, waiting for their context
+    for position, task in enumerate(tasks):
         if task.problem is not None:
-            results[index] = FileResult(task.path, problem=task.problem)
+            results[position] = FileResult(task.path, problem=task.problem)
             continue
         try:
             source = read_source(task.path)
         except FileProblem as problem:
-            results[index] = FileResult(task.path, problem=str(problem))
+            results[position] = FileResult(task.path, problem=str(problem))
             continue
         if not may_contain_candidates(source):
-            results[index] = _slim(lint_source(source, task.path, task.selection, context=task.context))  # never parsed
+            # Never parsed, so no context can change what it says.
+            results[position] = _slim(lint_source(source, task.path, task.selection, context=task.context or FileContext()))
             continue
-        cached = cache.get(cache.key(task.path, source, task.selection, task.context), task.path, source) if cache else None
-        if cached is not None and not (options.fix and any(f.fixable for f in cached.findings)):
-            results[index] = _slim(cached)
-        else:
-            pending.append(index)  # the worker reads the file again: contents never queue up here
+        if task.context is None and index is None:
+            tasks[position] = task = replace(task, context=FileContext())
+        if task.context is None:
+            known = cache.get_first_look(cache.first_look_key(task.path, source, task.selection), task.path,
+                                         source) if cache else None
+            if known is True:
+                deferred.append(position)
+            elif known is not None and not (options.fix and any(f.fixable for f in known.findings)):
+                results[position] = _slim(known)
+            else:
+                looks.append(position)
+        elif not _answer_from_cache(cache, tasks[position], source, options, results, position):
+            ready.append(position)  # the worker reads the file again: contents never queue up here
 
-    work = [(tasks[index].path, tasks[index].selection, options, tasks[index].context) for index in pending]
-    for index, result in zip(pending, _run(work, jobs)):
-        if cache is not None and result.original is not None:
-            _remember(cache, tasks[index], result, options)
-        results[index] = _slim(result)
+    files = len(ready) + len(looks) + len(deferred)
+    with _workers(jobs, files) as (pool, workers):
+        _Schedule(tasks, results, options, cache, index, pool, workers, files).run(ready, looks, deferred)
     return [result for result in results if result is not None]
+
+
+def _answer_from_cache(cache: Optional[ResultCache], task: Task, source: bytes, options: Options,
+                       results: List[Optional[FileResult]], position: int) -> bool:
+    if cache is None:
+        return False
+    cached = cache.get(cache.key(task.path, source, task.selection, task.context), task.path, source)
+    if cached is None or (options.fix and any(f.fixable for f in cached.findings)):
+        return False
+    results[position] = _slim(cached)
+    return True
+
+
+class _Schedule:
+    """Hands chunks of files to the pool, a few chunks ahead of the results, and builds the index when
+    the first file that needs it comes back from a first look."""
+
+    def __init__(self, tasks: List[Task], results: List[Optional[FileResult]], options: Options,
+                 cache: Optional[ResultCache], index: Optional[Callable[[Optional[Executor]], ProjectIndex]],
+                 pool: Executor, workers: int, files: int) -> None:
+        self.tasks, self.results, self.options, self.cache = tasks, results, options, cache
+        self.index, self.built = index, None
+        self.pool, self.workers = pool, workers
+        self.chunk = max(1, files // (workers * 8))
+        self.look_chunk = min(_FIRST_LOOK_CHUNK, self.chunk)
+
+    def run(self, ready: List[int], looks: List[int], deferred: List[int]) -> None:
+        """`deferred`: files the cache knows to need the analysis."""
+        ready_queue: Deque[int] = deque(ready)
+        look_queue: Deque[int] = deque(looks)
+        # Files waiting for their context, with the bytes a first look read (None: not read here yet).
+        waiting: List[Tuple[int, Optional[bytes]]] = [(position, None) for position in deferred]
+        in_flight: Deque[Tuple[bool, List[int], Future]] = deque()
+        limit = 2 * self.workers if self.workers > 1 else 1  # a few chunks ahead keeps every worker busy
+        while ready_queue or look_queue or in_flight or waiting:
+            if waiting:
+                if self.built is None:
+                    self.built = self.index(self.pool if self.workers > 1 else None)
+                    waiting.extend((position, None) for position in look_queue)  # every context is known now
+                    look_queue.clear()
+                ready_queue.extend(self._with_contexts(waiting))
+                waiting = []
+            while len(in_flight) < limit and (ready_queue or look_queue):
+                if ready_queue:
+                    chunk = [ready_queue.popleft() for _ in range(min(self.chunk, len(ready_queue)))]
+                    work = [(self.tasks[i].path, self.tasks[i].selection, self.options, self.tasks[i].context)
+                            for i in chunk]
+                    in_flight.append((False, chunk, self.pool.submit(_lint_chunk, work)))
+                else:
+                    chunk = [look_queue.popleft() for _ in range(min(self.look_chunk, len(look_queue)))]
+                    self.look_chunk = min(self.look_chunk * 2, self.chunk)
+                    work = [(self.tasks[i].path, self.tasks[i].selection) for i in chunk]
+                    in_flight.append((True, chunk, self.pool.submit(_first_look_chunk, work)))
+            if not in_flight:
+                continue
+            first_look, chunk, future = in_flight.popleft()
+            for position, outcome in zip(chunk, future.result()):
+                if first_look:
+                    self._looked(position, outcome, waiting)
+                else:
+                    if self.cache is not None and outcome.original is not None:
+                        _remember(self.cache, self.tasks[position], outcome, self.options)
+                    self.results[position] = _slim(outcome)
+
+    def _looked(self, position: int, outcome, waiting: List[Tuple[int, Optional[bytes]]]) -> None:
+        task = self.tasks[position]
+        if isinstance(outcome, _Deferred):
+            waiting.append((position, outcome.source))
+            if self.cache is not None:
+                self.cache.put_needs_analysis(self.cache.first_look_key(task.path, outcome.source, task.selection))
+            return
+        if self.cache is not None and outcome.original is not None:
+            self.cache.put(self.cache.first_look_key(task.path, outcome.original, task.selection), outcome)
+        self.results[position] = _slim(outcome)
+
+    def _with_contexts(self, waiting: List[Tuple[int, Optional[bytes]]]) -> List[int]:
+        """The files given their contexts, less those the cache answers under that context."""
+        left = []
+        for position, source in waiting:
+            task = self.tasks[position] = replace(self.tasks[position],
+                                                  context=self.built.context_for(self.tasks[position].path,
+                                                                                 self.tasks[position].scope))
+            if self.cache is not None and source is None:
+                try:
+                    source = read_source(task.path)
+                except FileProblem:
+                    pass  # the worker reports it
+            if source is None or not _answer_from_cache(self.cache, task, source, self.options, self.results, position):
+                left.append(position)
+        return left
 
 
 def _slim(result: FileResult) -> FileResult:
@@ -86,14 +205,33 @@ def _slim(result: FileResult) -> FileResult:
     return result
 
 
-def _run(work: List[Tuple[str, Selection, Options, FileContext]], jobs: int) -> Iterator[FileResult]:
-    workers = min(jobs, len(work))
-    if workers < 2 or len(work) < _MIN_FILES_FOR_POOL:
-        yield from map(_lint_one, work)
-        return
-    chunk = max(1, len(work) // (workers * 8))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_context()) as pool:
-        yield from pool.map(_lint_one, work, chunksize=chunk)
+class _InProcess(Executor):
+    """An executor that runs each call as it is submitted: one code path for one process and many."""
+
+    def submit(self, function, *args, **kwargs) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(function(*args, **kwargs))
+        except BaseException as error:  # handed to whoever asks for the result, as a pool would
+            future.set_exception(error)
+        return future
+
+
+class _workers:
+    """The pool for `files` files: worker processes, or this process where they would not pay."""
+
+    def __init__(self, jobs: int, files: int) -> None:
+        self.count = min(jobs, files)
+        if self.count < 2 or files < _MIN_FILES_FOR_POOL:
+            self.count, self.pool = 1, _InProcess()
+        else:
+            self.pool = ProcessPoolExecutor(max_workers=self.count, mp_context=_context())
+
+    def __enter__(self) -> Tuple[Executor, int]:
+        return self.pool, self.count
+
+    def __exit__(self, *exc_info) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _context():
@@ -103,12 +241,30 @@ def _context():
     return None
 
 
+def _lint_chunk(work: List[Tuple[str, Selection, Options, FileContext]]) -> List[FileResult]:
+    return [_lint_one(item) for item in work]
+
+
 def _lint_one(item: Tuple[str, Selection, Options, FileContext]) -> FileResult:
     path, selection, options, context = item
     result = lint_path(path, selection, fix=options.fix, write=options.write, describe_fixes=options.describe_fixes,
                        context=context)
     # Syntax-tree edits stay in the worker: they are large and only the applying process needs them.
     return replace(result, findings=[finding.detached() for finding in result.findings])
+
+
+def _first_look_chunk(work: List[Tuple[str, Selection]]) -> list:
+    return [_first_look_one(path, selection) for path, selection in work]
+
+
+def _first_look_one(path: str, selection: Selection):
+    """The file's result if the cheap stages settle it, else _Deferred with what was read."""
+    try:
+        source = read_source(path)
+    except FileProblem as problem:
+        return FileResult(path, problem=str(problem))
+    settled = settled_without_analysis(source, path, selection)
+    return _Deferred(source) if settled is None else settled
 
 
 def _remember(cache: ResultCache, task: Task, result: FileResult, options: Options) -> None:

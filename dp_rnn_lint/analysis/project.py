@@ -515,17 +515,21 @@ class IndexBuilder:
         self.files_parsed += 1
         return summarize(data, key) or _EMPTY_SUMMARY
 
-    def _summaries(self, keys: List[str], jobs: int) -> Iterable[dict]:
-        """The summaries of files that mention a wrap, in a pool of processes when there are many."""
+    def _summaries(self, keys: List[str], jobs: int, pool=None) -> Iterable[dict]:
+        """The summaries of files that mention a wrap, in a pool of processes when there are many: the
+        caller's `pool` (a concurrent.futures executor of `jobs` processes) when it has one."""
         self.files_parsed += len(keys)
-        if jobs < 2 or len(keys) < _MIN_FILES_FOR_POOL or not sys.platform.startswith("linux"):
+        if jobs < 2 or len(keys) < _MIN_FILES_FOR_POOL or (pool is None and not sys.platform.startswith("linux")):
             return [_summarize_file(key) for key in keys]
+        workers = min(jobs, len(keys))
+        chunk = max(1, len(keys) // (workers * 8))
+        if pool is not None:
+            return list(pool.map(_summarize_file, keys, chunksize=chunk))
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        workers = min(jobs, len(keys))
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            return list(pool.map(_summarize_file, keys, chunksize=max(1, len(keys) // (workers * 8))))
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as own:
+            return list(own.map(_summarize_file, keys, chunksize=chunk))
 
     def summary(self, key: str) -> dict:
         return self._entry(key, need_summary=True)[3]
@@ -635,12 +639,12 @@ class IndexBuilder:
         return False
 
     # -- the whole index ------------------------------------------------------------------------------
-    def build(self, jobs: int = 1) -> ProjectIndex:
+    def build(self, jobs: int = 1, pool=None) -> ProjectIndex:
         index = ProjectIndex()
         keys = sorted(self.paths, key=lambda k: self.paths[k])
         entries = [(key, self._entry(key, need_summary=False, defer=True)) for key in keys]
         pending = [(key, entry) for key, entry in entries if entry[2] and entry[3] is None]
-        for (_, entry), summary in zip(pending, self._summaries([key for key, _ in pending], jobs)):
+        for (_, entry), summary in zip(pending, self._summaries([key for key, _ in pending], jobs, pool)):
             entry[3] = summary
         for key, entry in entries:
             if not entry[2] or entry[3] is None:
@@ -693,9 +697,10 @@ def index_cache_file(cache_dir: Optional[Path], anchor: str) -> Optional[Path]:
 
 
 def build_index(paths: Iterable[str], sources: Optional[Mapping[str, bytes]] = None,
-                cache_file: Optional[Path] = None, jobs: int = 1) -> ProjectIndex:
+                cache_file: Optional[Path] = None, jobs: int = 1, pool=None) -> ProjectIndex:
+    """`pool`: a process pool of `jobs` workers to summarise wrap files in, instead of one of its own."""
     builder = IndexBuilder(paths, sources, cache_file)
-    index = builder.build(jobs)
+    index = builder.build(jobs, pool)
     builder.save_cache()
     return index
 

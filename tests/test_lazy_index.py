@@ -1,0 +1,148 @@
+"""The command builds the project index only when a file needs the analysis: a tree where the cheap
+stages settle every file never pays for it, and the findings are those of an index built up front."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import textwrap
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from dp_rnn_lint import cli, runner
+from dp_rnn_lint.analysis.project import build_index
+from dp_rnn_lint.cache import ResultCache
+from dp_rnn_lint.engine import Selection
+from dp_rnn_lint.runner import Options, Task, lint_files
+
+from .conftest import FIXTURES
+
+# Mentions RNNs and wraps a model in DataParallel, but holds no class that could have a finding.
+DATA_LOADING = """
+    import torch
+    from torch.nn.utils.rnn import pad_sequence
+
+    def collate(batch):
+        # Padded for an LSTM; the lengths go with it.
+        return pad_sequence([item[0] for item in batch], batch_first=True)
+
+    def parallel(model):
+        return torch.nn.DataParallel(model)
+"""
+
+
+def lint(tree: Path, *args: str) -> str:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        cli.main(["--isolated", "--no-cache", "--format", "concise", *args, str(tree)])
+    return out.getvalue()
+
+
+def summary(results):
+    return [(r.path, r.problem, r.note, [(f.line, f.col, f.code, f.message, f.fixable) for f in r.findings])
+            for r in results]
+
+
+@pytest.fixture
+def counted_index(monkeypatch):
+    calls = []
+    real = cli.build_index
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("pool"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "build_index", counting)
+    return calls
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_tree_where_no_file_needs_the_analysis_never_builds_the_index(tmp_path, counted_index, jobs):
+    for number in range(6):
+        (tmp_path / f"loader_{number}.py").write_text(textwrap.dedent(DATA_LOADING))
+    assert lint(tmp_path, "-j", jobs).strip() == "All checks passed!"
+    assert counted_index == []
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_first_file_that_needs_the_analysis_builds_the_index_once(tmp_path, counted_index, jobs):
+    shutil.copytree(FIXTURES / "projects" / "seq2seq_project", tmp_path / "project")
+    output = lint(tmp_path / "project", "-j", jobs)
+    assert len(counted_index) == 1
+    # DPR004 is about wrap targets only: its finding shows the index was asked.
+    assert "tagger.py:16:40: DPR004" in output
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_findings_with_the_index_asked_lazily_are_those_with_it_built_up_front(jobs):
+    paths = sorted(str(p) for p in FIXTURES.rglob("*.py"))
+    index = build_index(paths)
+    eager = [Task(path, Selection(), context=index.context_for(path, "any")) for path in paths]
+    lazy = [Task(path, Selection(), context=None) for path in paths]
+    expected = summary(lint_files(eager, Options(), jobs=jobs))
+    assert any(findings for *_, findings in expected)
+    assert summary(lint_files(lazy, Options(), jobs=jobs, index=lambda pool: build_index(paths, pool=pool))) == expected
+
+
+def test_few_files_are_looked_at_twice_when_every_file_needs_the_analysis(tmp_path, monkeypatch):
+    model = (FIXTURES / "DPR001" / "lstm_classifier.py").read_text()
+    paths = []
+    for number in range(40):
+        path = tmp_path / f"model_{number}.py"
+        path.write_text(model)
+        paths.append(str(path))
+    looks = []
+    real = runner.settled_without_analysis
+
+    def counting(source, path, selection):
+        looks.append(path)
+        return real(source, path, selection)
+
+    monkeypatch.setattr(runner, "settled_without_analysis", counting)
+    tasks = [Task(path, Selection(), context=None) for path in paths]
+    results = lint_files(tasks, Options(), jobs=1, index=lambda pool: build_index(paths))
+    assert all(result.findings for result in results)
+    assert 1 <= len(looks) <= runner._FIRST_LOOK_CHUNK
+
+
+def test_a_second_lazy_run_is_answered_from_the_cache_without_linting(tmp_path, monkeypatch):
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES, tree, ignore=shutil.ignore_patterns("*.fixed.py", "*.md"))
+    paths = sorted(str(p) for p in tree.rglob("*.py"))
+    cache = ResultCache(tmp_path / "cache")
+    tasks = [Task(path, Selection(), context=None) for path in paths]
+    built = []
+
+    def index(pool):
+        built.append(pool)
+        return build_index(paths)
+
+    first = summary(lint_files(tasks, Options(), jobs=1, cache=cache, index=index))
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the cache should have answered for this file")
+
+    monkeypatch.setattr(runner, "lint_path", must_not_run)
+    monkeypatch.setattr(runner, "settled_without_analysis", must_not_run)
+    assert summary(lint_files(tasks, Options(), jobs=1, cache=cache, index=index)) == first
+    assert any(findings for *_, findings in first)
+    # Files needing the analysis are cached under their context, which the index gives: built each run.
+    assert len(built) == 2
+
+
+def test_a_second_run_over_files_the_cheap_stages_settle_builds_no_index(tmp_path):
+    paths = []
+    for number in range(5):
+        path = tmp_path / f"loader_{number}.py"
+        path.write_text(textwrap.dedent(DATA_LOADING))
+        paths.append(str(path))
+    cache = ResultCache(tmp_path / "cache")
+    tasks = [Task(path, Selection(), context=None) for path in paths]
+
+    def no_index(pool):
+        raise AssertionError("no file needs the index")
+
+    for _ in range(2):
+        assert all(not result.findings for result in lint_files(tasks, Options(), jobs=1, cache=cache, index=no_index))
