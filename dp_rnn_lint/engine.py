@@ -367,6 +367,18 @@ class FileResult:
         return sum(self.fixed_codes.values())
 
 
+def result_without_candidates(source: bytes, path: str, selection: Selection = Selection()) -> FileResult:
+    """The result of a file in which may_contain_candidates() found no candidate word: it is never parsed,
+    only checked to be text at all."""
+    result = FileResult(path, original=source)
+    if selection.codes():
+        try:
+            check_readable(source)
+        except FileProblem as problem:
+            result.problem = str(problem)
+    return result
+
+
 def settled_without_analysis(source: bytes, path: str, selection: Selection = Selection()) -> Optional[FileResult]:
     """The result of a file the cheap stages settle with every selected code, which is then its result
     whatever the project index says of it (the index only ever takes codes away, and the screen with

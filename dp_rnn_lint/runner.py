@@ -22,7 +22,8 @@ from typing import Callable, Deque, Iterable, List, Optional, Tuple
 
 from .analysis.project import FileContext, ProjectIndex
 from .cache import ResultCache
-from .engine import FileResult, Selection, lint_path, lint_source, may_contain_candidates, settled_without_analysis
+from .engine import (FileResult, Selection, lint_path, may_contain_candidates, result_without_candidates,
+                     settled_without_analysis)
 from .files import FileProblem, read_source
 
 # Below this many files to parse, starting worker processes costs more than it saves.
@@ -84,8 +85,7 @@ def lint_files(tasks: Iterable[Task], options: Options, jobs: int = 1, cache: Op
             results[position] = FileResult(task.path, problem=str(problem))
             continue
         if not may_contain_candidates(source):
-            # Never parsed, so no context can change what it says.
-            results[position] = _slim(lint_source(source, task.path, task.selection, context=task.context or FileContext()))
+            results[position] = _slim(result_without_candidates(source, task.path, task.selection))
             continue
         if task.context is None and index is None:
             tasks[position] = task = replace(task, context=FileContext())
