@@ -7,10 +7,7 @@ the folder can only ever see whole entries, and a damaged entry is a miss, never
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Optional, Union
 
@@ -38,6 +35,8 @@ class ResultCache:
     @staticmethod
     def key(path: str, source: bytes, selection: Selection, context: Union[FileContext, str] = FileContext()) -> str:
         # The context (which classes are wrapped, and where) changes findings without changing the file.
+        import hashlib  # json, hashlib and tempfile load where used: a run without the cache never needs them
+
         digest = hashlib.sha256()
         for part in (__version__, path, repr(selection), repr(context)):
             digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
@@ -67,6 +66,8 @@ class ResultCache:
         self._write(key, {"needs_analysis": True})
 
     def _read(self, key: str) -> Optional[dict]:
+        import json
+
         try:
             with open(self._entry(key), encoding="utf-8") as handle:
                 stored = json.load(handle)
@@ -102,6 +103,9 @@ class ResultCache:
     def _write(self, key: str, stored: dict) -> None:
         if not self._usable or not self._prepare():
             return
+        import json
+        import tempfile
+
         entry = self._entry(key)
         try:
             entry.parent.mkdir(exist_ok=True)

@@ -7,7 +7,6 @@ Exit status: 0 when no finding remains, 1 when findings remain or a file could n
 from __future__ import annotations
 
 import argparse
-import difflib
 from collections import Counter
 import os
 import sys
@@ -22,7 +21,7 @@ from .runner import Options, Task, default_jobs, lint_files
 from .engine import decode as decode_source
 from .files import FileProblem, discover, excluded_path
 from .analysis.project import FileContext, build_index, index_cache_file
-from .reporters import FORMATS_WITH_EDITS, REPORTERS, printable
+from .reporters import FORMATS, FORMATS_WITH_EDITS, printable, reporter
 from .reporters.text import located_problem, report_text
 from . import docs, rules
 
@@ -98,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="read settings from this TOML file (a pyproject.toml's [tool.dp-rnn-lint] table, or "
                         "top-level keys of any other file) instead of looking for pyproject.toml")
     parser.add_argument("--isolated", action="store_true", help="ignore every configuration file")
-    parser.add_argument("--format", choices=sorted(REPORTERS), default="text",
+    parser.add_argument("--format", choices=FORMATS, default="text",
                         help="text: each finding with its source line (default); concise: one line each; json and "
                         "sarif: with each fix's edits; github: workflow annotations")
     parser.add_argument("--stdin-filename", metavar="NAME",
@@ -123,6 +122,8 @@ def _print_diff(result: FileResult, out: TextIO) -> None:
         except FileProblem:
             text = data.decode("utf-8", "replace")
         return text.splitlines(keepends=True)
+
+    import difflib  # only --diff needs it
 
     name = printable(result.path)
     diff = difflib.unified_diff(decode(result.original or b""), decode(result.fixed or b""), name, name)
@@ -351,7 +352,7 @@ def _report(args: argparse.Namespace, results: List[FileResult], out: TextIO, un
     if args.statistics:
         _print_statistics(results, out)
     else:
-        REPORTERS[args.format](results, out)
+        reporter(args.format)(results, out)
     if args.format in HUMAN_FORMATS and not args.quiet:
         out.write(_summary(results, remaining, args.fix) + "\n")
         _print_unresolved(unresolved, out)

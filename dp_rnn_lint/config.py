@@ -18,11 +18,6 @@ from .engine import Selection
 from .files import DEFAULT_EXCLUDES, matches_pattern
 from .rules import RULE_CODES
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on older Pythons only
-    import tomli as tomllib
-
 TABLE = "dp-rnn-lint"
 KNOWN_KEYS = ("select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "respect-gitignore", "force-exclude",
               "scope")
@@ -137,6 +132,11 @@ def read_config_file(path: Path, required: bool) -> Optional[Settings]:
     """The settings in a pyproject.toml's `[tool.dp-rnn-lint]` table, or at the top of any other TOML file.
     None for a pyproject.toml without the table, unless `required` (--config), which makes that an error."""
     shown = _shown(path)
+    # Imported here: runs that read no configuration (--isolated, no pyproject.toml) never load it.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on older Pythons only
+        import tomli as tomllib
     try:
         with open(path, "rb") as handle:
             document = tomllib.load(handle)

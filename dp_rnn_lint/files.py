@@ -7,8 +7,6 @@ import functools
 import os
 import re
 import stat
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence, Set, Tuple
 
@@ -102,6 +100,8 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = DEFAULT_EXCLUDES, ro
 def git_visible_paths(folder: Path) -> Optional[Set[str]]:
     """Files under `folder` that git does not ignore (tracked or not), and their folders, relative to
     `folder`; None when it is not in a git work tree or git is not installed."""
+    import subprocess  # here, not at the top: most runs that need no git never load it
+
     try:
         listed = subprocess.run(
             ["git", "-C", str(folder), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -126,6 +126,8 @@ def git_visible_paths(folder: Path) -> Optional[Set[str]]:
 
 
 def _git_ignores_folder(folder: Path) -> bool:
+    import subprocess
+
     try:
         checked = subprocess.run(["git", "-C", str(folder), "check-ignore", "-q", "."], capture_output=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
@@ -201,6 +203,8 @@ def write_atomically(path: str, data: bytes, expected_original: bytes) -> None:
     if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         # os.replace would swap even a read-only file; its mode says the user does not want that.
         raise FileProblem("read-only file; not fixed")
+    import tempfile  # here, not at the top: only a fix writes files
+
     try:
         descriptor, temporary = tempfile.mkstemp(prefix=".dp-rnn-lint-", suffix=".tmp", dir=folder)
     except OSError as error:

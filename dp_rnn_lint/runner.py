@@ -12,19 +12,23 @@ only when one of them needs the analysis, and from then on every file goes strai
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 from collections import deque
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Callable, Deque, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Deque, Iterable, List, Optional, Tuple
 
 from .analysis.project import FileContext, ProjectIndex
 from .cache import ResultCache
 from .engine import (FileResult, Selection, lint_path, may_contain_candidates, result_without_candidates,
                      settled_without_analysis)
 from .files import FileProblem, read_source
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+# concurrent.futures and multiprocessing (with logging, subprocess, tempfile...) load only when a pool
+# is made: a run over a few files (pre-commit passes the changed ones) starts faster without them.
 
 # Below this many files to parse, starting worker processes costs more than it saves.
 _MIN_FILES_FOR_POOL = 4
@@ -137,7 +141,7 @@ class _Schedule:
         look_queue: Deque[int] = deque(looks)
         # Files waiting for their context, with the bytes a first look read (None: not read here yet).
         waiting: List[Tuple[int, Optional[bytes]]] = [(position, None) for position in deferred]
-        in_flight: Deque[Tuple[bool, List[int], Future]] = deque()
+        in_flight: Deque[Tuple[bool, List[int], Any]] = deque()  # futures
         limit = 2 * self.workers if self.workers > 1 else 1  # a few chunks ahead keeps every worker busy
         while ready_queue or look_queue or in_flight or waiting:
             if waiting:
@@ -205,16 +209,28 @@ def _slim(result: FileResult) -> FileResult:
     return result
 
 
-class _InProcess(Executor):
-    """An executor that runs each call as it is submitted: one code path for one process and many."""
+class _InProcess:
+    """Runs each call as it is submitted, with the part of an executor's interface the schedule uses:
+    one code path for one process and many."""
 
-    def submit(self, function, *args, **kwargs) -> Future:
-        future: Future = Future()
+    def submit(self, function, *args, **kwargs) -> "_Done":
         try:
-            future.set_result(function(*args, **kwargs))
-        except BaseException as error:  # handed to whoever asks for the result, as a pool would
-            future.set_exception(error)
-        return future
+            return _Done(function(*args, **kwargs))
+        except Exception as error:  # handed to whoever asks for the result, as a pool's future would
+            return _Done(error=error)
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+
+class _Done:
+    def __init__(self, value: Any = None, error: Optional[BaseException] = None) -> None:
+        self.value, self.error = value, error
+
+    def result(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
 class _workers:
@@ -225,9 +241,11 @@ class _workers:
         if self.count < 2 or files < _MIN_FILES_FOR_POOL:
             self.count, self.pool = 1, _InProcess()
         else:
+            from concurrent.futures import ProcessPoolExecutor
+
             self.pool = ProcessPoolExecutor(max_workers=self.count, mp_context=_context())
 
-    def __enter__(self) -> Tuple[Executor, int]:
+    def __enter__(self) -> Tuple["Executor", int]:
         return self.pool, self.count
 
     def __exit__(self, *exc_info) -> None:
@@ -237,6 +255,8 @@ class _workers:
 def _context():
     # fork shares what this process already imported; elsewhere the platform's default start method.
     if sys.platform.startswith("linux"):
+        import multiprocessing
+
         return multiprocessing.get_context("fork")
     return None
 

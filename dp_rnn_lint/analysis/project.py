@@ -17,12 +17,9 @@ there. Each file's summary (plain JSON) is cached on disk by path, size and mtim
 from __future__ import annotations
 
 import ast
-import hashlib
-import json
 import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
@@ -449,6 +446,8 @@ class IndexBuilder:
     def _load_cache(self) -> Dict[str, list]:
         if self.cache_file is None:
             return {}
+        import json  # json, tempfile and hashlib load where used: most runs never build an index
+
         try:
             with open(self.cache_file, encoding="utf-8") as handle:
                 stored = json.load(handle)
@@ -460,6 +459,9 @@ class IndexBuilder:
     def save_cache(self) -> None:
         if self.cache_file is None:
             return
+        import json
+        import tempfile
+
         from ..cache import prepare_folder
 
         if not prepare_folder(self.cache_file.parent):
@@ -690,6 +692,8 @@ def index_cache_file(cache_dir: Optional[Path], anchor: str) -> Optional[Path]:
     """Where the index of files under `anchor` (a project root or the working folder) is cached."""
     if cache_dir is None:
         return None
+    import hashlib
+
     from .. import __version__
 
     digest = hashlib.sha256(_path_key(anchor).encode("utf-8", "surrogateescape")).hexdigest()[:16]

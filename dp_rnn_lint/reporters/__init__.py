@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-from ..escaping import printable
-from .github import report_github
-from .json import report_json
-from .sarif import report_sarif
-from .text import report_concise, report_text
+import importlib
+from typing import Callable
 
-REPORTERS = {"text": report_text, "concise": report_concise, "json": report_json, "sarif": report_sarif, "github": report_github}
+from ..escaping import printable
+
+# Each format's module and function, imported when the format is asked for: the JSON and SARIF
+# modules load json and hashlib, which a run printing text never needs.
+_REPORTERS = {
+    "text": ("text", "report_text"), "concise": ("text", "report_concise"), "json": ("json", "report_json"),
+    "sarif": ("sarif", "report_sarif"), "github": ("github", "report_github"),
+}
+FORMATS = tuple(sorted(_REPORTERS))
 # Formats that carry each fix's edits: the engine computes them only for these.
 FORMATS_WITH_EDITS = frozenset({"json", "sarif"})
 
-__all__ = ["FORMATS_WITH_EDITS", "REPORTERS", "printable"]
+
+def reporter(name: str) -> Callable:
+    module, function = _REPORTERS[name]
+    return getattr(importlib.import_module(f".{module}", __name__), function)
+
+
+__all__ = ["FORMATS", "FORMATS_WITH_EDITS", "printable", "reporter"]
