@@ -68,6 +68,19 @@ def test_any_byte_string_is_linted_without_raising(data):
     count("byte strings")
 
 
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")  # hypothesmith compiles what it generates
+@PROPERTY_SETTINGS
+@given(st.one_of(hypothesmith.from_grammar(), st.text(max_size=200)))
+def test_the_cheap_parse_accepts_only_what_pythons_parser_accepts(source):
+    # Files the text screen rules out are only checked with symtable: a yes there must be ast's yes too,
+    # or a file that Python cannot parse would lose its error line.
+    from dp_rnn_lint.engine import _parses, _python_verdict
+
+    failed = _parses(source) and _python_verdict(source)[0] is None
+    count("cheap parse vs ast.parse", failed=failed)
+    assert not failed
+
+
 # -- generated models ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Spelling:

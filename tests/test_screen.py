@@ -232,3 +232,23 @@ def test_the_text_screen_needs_a_function_named_forward():
     assert may_have_findings_text("async def forward(self, x): return nn.LSTM\n", CODES)
     assert may_have_findings_text("def \\\n    forward(self, x): return nn.LSTM\n", CODES)
     assert may_have_findings_text(b"def\tforward(self, x): return nn.LSTM\n", CODES)
+
+
+def test_a_file_the_text_rules_out_is_checked_for_syntax_without_building_pythons_tree(monkeypatch):
+    from dp_rnn_lint import engine
+
+    def no_tree(source):
+        raise AssertionError("Python's tree was built for a file the text screen rules out")
+
+    monkeypatch.setattr(engine, "_python_verdict", no_tree)
+    loader = b"import torch\n\ndef load_lstm_weights(path):\n    return torch.load(path)\n"
+    assert engine.lint_source(loader, "loader.py").problem is None
+
+
+def test_syntax_errors_in_files_the_text_rules_out_keep_pythons_words():
+    from dp_rnn_lint import engine
+
+    broken = engine.lint_source(b"import torch.nn as nn\nclass LSTMish(nn.Module:\n    pass\n", "broken.py")
+    assert broken.problem.startswith("2:") and "cannot parse" in broken.problem
+    # Only the compiler's scope rules reject this; Python's parser (and so the linter) accepts it, as before.
+    assert engine.lint_source(b"# lstm\nnonlocal state\n", "scopes.py").problem is None
