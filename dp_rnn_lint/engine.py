@@ -466,12 +466,13 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
                 rounds += 1
                 fixable_before = Counter(f.code for f in findings if f.fixable)
                 edits = [edit for f in findings if f.fix is not None for edit in f.fix.edits]
-                new_bytes = _fixed_bytes(module, edits, current)
+                new_bytes, new_module = _fixed_bytes(module, edits, current)
                 check_compiles(new_bytes, path or "<source>")
                 if new_bytes == current:
                     break
-                # compile() has just checked it: libcst parses it for the analysis, Python only to place findings.
-                module, current = _parse_with_libcst(new_bytes, None), new_bytes
+                # The edited tree is the new text's (its code is that text), so the check of the fixed file
+                # analyses it without parsing again; Python parses the text only to place the findings.
+                module, current = new_module, new_bytes
                 text = _module_text(module, new_bytes)
                 findings = without_suppressed(_analysed(module, path, rules, _python_verdict(new_bytes)[0], text, context),
                                               text)
@@ -489,21 +490,24 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
     return result
 
 
-def _fixed_bytes(module: cst.Module, edits: Sequence, source: bytes) -> bytes:
-    """`source` with the edits applied: spliced into the text where only the touched statements need
-    regenerating, else the whole module regenerated, which only a module libcst reproduces exactly may be."""
+def _fixed_bytes(module: cst.Module, edits: Sequence, source: bytes) -> Tuple[bytes, cst.Module]:
+    """`source` with the edits applied, and the edited module: spliced into the text where only the touched
+    statements need regenerating, else the whole module regenerated, which only a module libcst
+    reproduces exactly may be."""
     from .fixes import apply_edits, spliced_text
 
     encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
     spliced = spliced_text(module, edits, source.decode(encoding))
     if spliced is not None:
-        return spliced.encode(encoding)
+        text, edited = spliced
+        return text.encode(encoding), edited
     if module.bytes != source:
         # libcst does not reproduce a few rare layouts exactly (form feeds, CR-only line endings);
         # rewriting such a file would change bytes beyond the fix.
         raise FileProblem("cannot be fixed safely: its layout (form feed or CR-only line endings) "
                           "would not be kept byte for byte")
-    return apply_edits(module, edits).bytes
+    edited = apply_edits(module, edits)
+    return edited.bytes, edited
 
 
 def lint_path(path: str, selection: Selection = Selection(), fix: bool = False, write: bool = False,

@@ -8,6 +8,7 @@ libcst regenerates everything else byte for byte (comments, blank lines, quotes,
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os.path
 import warnings
@@ -31,27 +32,32 @@ def apply_edits(module: cst.Module, edits: Iterable[Edit]) -> cst.Module:
     return module.visit(transformer)
 
 
-def spliced_text(module: cst.Module, edits: Sequence[Edit], text: str) -> Optional[str]:
+def spliced_text(module: cst.Module, edits: Sequence[Edit], text: str) -> Optional[Tuple[str, cst.Module]]:
     """`text` (the module's source) with the edits applied, regenerating only the top-level statements
     they touch: each one's code, as libcst writes it back, must appear exactly once in `text`, which
-    proves the layout is kept byte for byte there, and everything else is left as it was. None where
-    that cannot be shown (the caller then regenerates the whole module)."""
+    proves the layout is kept byte for byte there, and everything else is left as it was. Returned with
+    the edited module, whose statements are those of the new text. None where that cannot be shown (the
+    caller then regenerates the whole module)."""
     targets = {id(_edit_target(edit)) for edit in edits}
     before_top_level = {id(edit.statement) for edit in edits if isinstance(edit, InsertBeforeStatement)}
     applier = _EditApplier(module, edits)
-    found: Set[int] = set()
-    for statement in module.body:
-        held = _ids_under(statement) & targets
-        if not held:
+    left = set(targets)
+    body = list(module.body)
+    for position, statement in enumerate(module.body):
+        if not left:
+            break  # statements after the last target are never walked
+        on_path = _paths_to(statement, left)
+        if not on_path:
             continue
         if id(statement) in before_top_level:
             return None  # an insertion between top-level statements is the module's to make
-        found |= held
-        old, new = module.code_for_node(statement), module.code_for_node(statement.visit(applier))
+        left -= on_path
+        body[position] = _rebuilt(statement, on_path, applier)
+        old, new = module.code_for_node(statement), module.code_for_node(body[position])
         if text.count(old) != 1:
             return None
         text = text.replace(old, new)
-    return text if found == targets else None
+    return (text, module.with_changes(body=body)) if not left else None
 
 
 def _edit_target(edit: Edit) -> cst.CSTNode:
@@ -64,14 +70,42 @@ def _edit_target(edit: Edit) -> cst.CSTNode:
     return edit.expression
 
 
-def _ids_under(root: cst.CSTNode) -> Set[int]:
-    found = set()
+def _paths_to(root: cst.CSTNode, targets: Set[int]) -> Set[int]:
+    """The ids of the nodes from `root` down to each target below it (targets included): the nodes the
+    edits rebuild. Empty when no target is below `root`."""
+    parents: Dict[int, Optional[cst.CSTNode]] = {id(root): None}
+    found = []
     stack = [root]
     while stack:
         node = stack.pop()
-        found.add(id(node))
-        stack.extend(children(node))
-    return found
+        if id(node) in targets:
+            found.append(node)
+        for child in children(node):
+            parents[id(child)] = node
+            stack.append(child)
+    on_path: Set[int] = set()
+    for node in found:
+        while node is not None and id(node) not in on_path:
+            on_path.add(id(node))
+            node = parents[id(node)]
+    return on_path
+
+
+def _rebuilt(node: cst.CSTNode, on_path: Set[int], applier: "_EditApplier") -> cst.CSTNode:
+    """What `node.visit(applier)` returns, rebuilding only the nodes on the paths to the edits: the
+    applier changes nothing else, and libcst's visit would rebuild every node of a class to say so."""
+    if id(node) not in on_path:
+        return node
+    changes = {}
+    for field in dataclasses.fields(node):
+        value = getattr(node, field.name)
+        if isinstance(value, cst.CSTNode):
+            if id(value) in on_path:
+                changes[field.name] = _rebuilt(value, on_path, applier)
+        elif isinstance(value, (tuple, list)) and any(id(item) in on_path for item in value):
+            changes[field.name] = type(value)(_rebuilt(item, on_path, applier) if id(item) in on_path else item
+                                              for item in value)
+    return applier.on_leave(node, node.with_changes(**changes) if changes else node)
 
 
 def text_edits(module: cst.Module, fix: Fix) -> Tuple[TextEdit, ...]:

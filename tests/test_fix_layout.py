@@ -114,3 +114,28 @@ def test_mixed_line_endings_are_kept_line_by_line():
     assert len(inserted) == 1
     fixed_lines.remove(inserted[0])
     assert fixed_lines == original_lines
+
+
+def _fixable_sources():
+    from .conftest import FIXTURES, golden_path
+
+    return [path for path in sorted(FIXTURES.glob("DPR*/*.py"))
+            if not path.name.endswith(".fixed.py") and golden_path(path).exists()]
+
+
+@pytest.mark.parametrize("path", _fixable_sources(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_splicing_the_touched_statements_writes_what_regenerating_the_module_writes(path):
+    # --fix rebuilds only the nodes on the way to each edit, in the statements that hold one: the same
+    # code as libcst's transformer over the whole module, wherever the splice is possible at all.
+    from dp_rnn_lint import engine
+    from dp_rnn_lint.engine import Selection
+    from dp_rnn_lint.fixes import apply_edits, spliced_text
+
+    source = path.read_bytes()
+    module = engine.parse(source, str(path))
+    context = engine.own_context(source, str(path))
+    violations, _ = engine.run_with_deep_stack(engine._violations, module, str(path), Selection().rules(), context)
+    edits = [edit for violation in violations if violation.fix is not None for edit in violation.fix.edits]
+    assert edits
+    spliced, edited = spliced_text(module, edits, module.code)
+    assert spliced == apply_edits(module, edits).code == edited.code

@@ -61,6 +61,16 @@ def test_fixed_file_compiles_and_keeps_only_unfixable_findings(path):
 
 
 @pytest.mark.parametrize("path", WITH_GOLDEN, ids=fixture_id)
+def test_what_the_fixing_run_reports_left_is_what_a_run_over_the_fixed_file_reports(path):
+    # --fix checks its edited tree without parsing the fixed text again.
+    fixing, _ = found(path, fix=True)
+    fresh, _ = found(golden_path(path))
+    assert [(f.line, f.col, f.code, f.message, f.fixable) for f in fixing.findings] == [
+        (f.line, f.col, f.code, f.message, f.fixable) for f in fresh.findings]
+    assert fixing.fixed_count == len(expected_findings(path)) - len(expected_findings(path, fixed=True))
+
+
+@pytest.mark.parametrize("path", WITH_GOLDEN, ids=fixture_id)
 def test_second_fix_changes_nothing(path):
     result, _ = found(golden_path(path), fix=True)
     assert result.fixed is None

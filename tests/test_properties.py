@@ -290,4 +290,8 @@ def check_generated_model(source: str) -> None:
 
     again = lint_source(fixed, "model.py", fix=True)
     assert again.fixed is None, "a second fix changed the file again"
+    # The fixing run checks its edited tree without parsing the new text: it must report what a run
+    # over the fixed file reports.
+    assert [(f.line, f.col, f.code, f.message) for f in first.findings] == [
+        (f.line, f.col, f.code, f.message) for f in again.findings]
     assert all(not f.fixable for f in again.findings)
