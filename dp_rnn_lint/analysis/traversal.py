@@ -40,6 +40,9 @@ _SOURCE_ORDER: Dict[type, Tuple[str, ...]] = {
 
 _FIELDS: Dict[type, Tuple[str, ...]] = {}
 _IS_TOKEN: Dict[type, bool] = {}
+# Per type of field value: whether it is a node that carries meaning. libcst's node classes are ABCs,
+# whose isinstance checks cost more than the rest of a walk; a dict lookup per value does not.
+_MEANINGFUL: Dict[type, bool] = {}
 
 
 def _fields(node_type: type) -> Tuple[str, ...]:
@@ -55,18 +58,35 @@ def _is_token(node_type: type) -> bool:
     return found
 
 
+def _meaningful(value_type: type) -> bool:
+    found = _MEANINGFUL[value_type] = issubclass(value_type, cst.CSTNode) and not _is_token(value_type)
+    return found
+
+
 def children(node: cst.CSTNode) -> List[cst.CSTNode]:
     """The node's children that carry meaning, in source order."""
     node_type = type(node)
-    names = _FIELDS.get(node_type) or _fields(node_type)
+    names = _FIELDS.get(node_type)
+    if names is None:
+        names = _fields(node_type)
+    meaningful = _MEANINGFUL.get
     found: List[cst.CSTNode] = []
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not _is_token(type(value)):
+        value_type = type(value)
+        if value_type is tuple or value_type is list:
+            for item in value:
+                keep = meaningful(type(item))
+                if keep is None:
+                    keep = _meaningful(type(item))
+                if keep:
+                    found.append(item)
+        else:
+            keep = meaningful(value_type)
+            if keep is None:
+                keep = _meaningful(value_type)
+            if keep:
                 found.append(value)
-        elif isinstance(value, (tuple, list)):
-            found.extend(item for item in value if isinstance(item, cst.CSTNode) and not _is_token(type(item)))
     return found
 
 
