@@ -10,7 +10,7 @@ from typing import List
 import libcst as cst
 import pytest
 
-from dp_rnn_lint.analysis.traversal import _is_token, children, walk
+from dp_rnn_lint.analysis.traversal import Visitor, _is_token, children, walk
 
 from .conftest import FIXTURES
 
@@ -121,3 +121,29 @@ def test_walk_follows_libcst_visitor_protocol() -> None:
     module.visit(theirs)
     assert ours.events == theirs.events == [
         "visit outer", "call a", "visit skipped", "leave skipped", "call c", "leave outer"]
+
+
+class _CachedRecorder(Visitor, _Recorder):
+    """The recorder with the dispatch looked up once per node type."""
+
+
+class _CachedRecorderThatSkipsCalls(_CachedRecorder):
+    def visit_Call(self, node: cst.Call) -> bool:
+        self.events.append("call skipped")
+        return False
+
+
+def test_cached_dispatch_follows_libcst_visitor_protocol() -> None:
+    module = cst.parse_module("def outer():\n    a()\n    def skipped():\n        b()\n    c()\n")
+    plain, cached = _Recorder(), _CachedRecorder()
+    walk(module, plain)
+    walk(module, cached)
+    assert cached.events == plain.events
+    # A subclass overriding a hook gets its own lookups, not those its parent already made.
+    overriding = _CachedRecorderThatSkipsCalls()
+    walk(module, overriding)
+    assert overriding.events == [
+        "visit outer", "call skipped", "visit skipped", "leave skipped", "call skipped", "leave outer"]
+    again = _CachedRecorder()
+    walk(module, again)
+    assert again.events == plain.events

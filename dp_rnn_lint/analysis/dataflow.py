@@ -14,7 +14,7 @@ import libcst as cst
 
 from .names import parameter_names
 from .statements import StatementTracker
-from .traversal import children, walk
+from .traversal import Visitor, children, walk
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class BindingSite:
     tuple_index: Optional[int]  # position in `a, b = value`, None for a plain `a = value`
 
 
-class FunctionFlow(cst.CSTVisitor):
+class FunctionFlow(Visitor):
     """Bindings and references of one function body; nested functions and classes are opaque."""
 
     def __init__(self, function: Union[cst.FunctionDef, cst.Lambda]) -> None:
@@ -40,16 +40,18 @@ class FunctionFlow(cst.CSTVisitor):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self._seq += 1
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        node_type = type(node)
+        if node_type is cst.FunctionDef or node_type is cst.ClassDef:
             self._bind(node.name.value, None, None)
             return False
-        if isinstance(node, cst.Lambda):
+        if node_type is cst.Lambda:
             return False
         self._statements.enter(node)
-        if isinstance(node, (cst.Name, cst.Call)):
+        if node_type is cst.Name:
             self.seq_of[node] = self._seq
-            if isinstance(node, cst.Call):
-                self.insertion_point[node] = self._statements.insertion_point()
+        elif node_type is cst.Call:
+            self.seq_of[node] = self._seq
+            self.insertion_point[node] = self._statements.insertion_point()
         return super().on_visit(node)
 
     def on_leave(self, original_node: cst.CSTNode) -> None:

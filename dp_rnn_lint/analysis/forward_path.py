@@ -16,7 +16,7 @@ from .modules import ModuleClass, ModuleModel, RnnSubmodule, is_self_attribute, 
 from .names import Scope
 from .statements import StatementTracker
 from .torch_names import PACK_PADDED_SEQUENCE, PAD_PACKED_SEQUENCE, canonical
-from .traversal import walk
+from .traversal import Visitor, walk
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,13 @@ class ForwardPath:
         return walker.events
 
 
-class _MethodWalker(cst.CSTVisitor):
+# Node types by exact type: the parser builds only these classes, and a set lookup costs far less than
+# isinstance against libcst's ABCs, once per node of every forward walked.
+_FUNCTIONS = frozenset({cst.FunctionDef, cst.Lambda})
+_COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
+
+
+class _MethodWalker(Visitor):
     def __init__(self, path: ForwardPath, method: cst.FunctionDef, owner: ModuleClass, active: Set[cst.FunctionDef]) -> None:
         self.path = path
         self.model = path.model
@@ -114,10 +120,11 @@ class _MethodWalker(cst.CSTVisitor):
     # -- bookkeeping --------------------------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
         self._statements.enter(node)
-        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+        node_type = type(node)
+        if node_type in _FUNCTIONS:
             self._functions.append(node)
             self._scopes.append(self.model.resolver.scopes[node])
-        elif isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        elif node_type in _COMPREHENSIONS:
             self._scopes.append(self.model.resolver.scopes.get(node, self._scopes[-1]))
             self._loop_aliases.append(self._comprehension_aliases(node))
         return super().on_visit(node)
@@ -125,10 +132,11 @@ class _MethodWalker(cst.CSTVisitor):
     def on_leave(self, original_node: cst.CSTNode) -> None:
         super().on_leave(original_node)
         self._statements.leave(original_node)
-        if isinstance(original_node, (cst.FunctionDef, cst.Lambda)):
+        node_type = type(original_node)
+        if node_type in _FUNCTIONS:
             self._functions.pop()
             self._scopes.pop()
-        elif isinstance(original_node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        elif node_type in _COMPREHENSIONS:
             self._scopes.pop()
             self._loop_aliases.pop()
 

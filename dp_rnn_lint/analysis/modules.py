@@ -114,14 +114,26 @@ def string_value(node: cst.CSTNode) -> Optional[str]:
     return None
 
 
+_TYPE_MATCHES: Dict[tuple, Dict[type, bool]] = {}
+_NESTED_SCOPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+
+
 def iter_nodes(root: cst.CSTNode, types: tuple, skip_nested_scopes: bool = False) -> Iterator[cst.CSTNode]:
     """Every node of the given types under root, in source order."""
+    # Whether a node type is one of `types`, asked of libcst's ABCs once per type and call site's tuple.
+    matches = _TYPE_MATCHES.get(types)
+    if matches is None:
+        matches = _TYPE_MATCHES[types] = {}
     stack = [root]
     while stack:
         node = stack.pop()
-        if isinstance(node, types):
+        node_type = type(node)
+        match = matches.get(node_type)
+        if match is None:
+            match = matches[node_type] = issubclass(node_type, types)
+        if match:
             yield node
-        if skip_nested_scopes and node is not root and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if skip_nested_scopes and node_type in _NESTED_SCOPES and node is not root:
             continue
         stack.extend(reversed(children(node)))
 

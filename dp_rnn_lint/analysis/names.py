@@ -15,7 +15,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Union
 import libcst as cst
 
 from ..files import resolve_relative_import
-from .traversal import walk
+from .traversal import Visitor, walk
 
 # How a name got bound; only "import" bindings carry a qualified name directly.
 IMPORT, ASSIGN, PARAM, DEF, OTHER = "import", "assign", "param", "def", "other"
@@ -60,7 +60,7 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
     return None
 
 
-class ScopeBuilder(cst.CSTVisitor):
+class ScopeBuilder(Visitor):
     """One pass over a module that records every scope and what each name is bound to."""
 
     def __init__(self, module_name: Optional[str] = None, is_package: bool = False) -> None:

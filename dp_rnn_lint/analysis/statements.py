@@ -2,9 +2,35 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Set
+from typing import Dict, List, Optional, Set
 
 import libcst as cst
+
+
+# What a node type is to the tracker. Blocks and suites are not statements; a simple statement line and
+# every compound statement are. libcst's classes are ABCs, whose isinstance checks cost more than the
+# rest of the tracking, so each type is classified once.
+_BLOCK, _LINE, _SUITE, _STATEMENT, _SMALL, _OTHER = "block", "line", "suite", "statement", "small", "other"
+_ROLES: Dict[type, str] = {}
+
+
+def _role(node_type: type) -> str:
+    role = _ROLES.get(node_type)
+    if role is None:
+        if issubclass(node_type, (cst.IndentedBlock, cst.Module)):
+            role = _BLOCK
+        elif issubclass(node_type, cst.SimpleStatementLine):
+            role = _LINE
+        elif issubclass(node_type, cst.SimpleStatementSuite):
+            role = _SUITE
+        elif issubclass(node_type, cst.BaseStatement):
+            role = _STATEMENT
+        elif issubclass(node_type, cst.BaseSmallStatement):
+            role = _SMALL
+        else:
+            role = _OTHER
+        _ROLES[node_type] = role
+    return role
 
 
 class StatementTracker:
@@ -23,21 +49,24 @@ class StatementTracker:
         self._in_suite: Set[cst.CSTNode] = set()
 
     def enter(self, node: cst.CSTNode) -> None:
-        if isinstance(node, (cst.IndentedBlock, cst.Module)):
+        role = _ROLES.get(type(node)) or _role(type(node))
+        if role is _BLOCK:
             self._in_block.update(node.body)
-        elif isinstance(node, cst.SimpleStatementLine):
+        elif role is _LINE:
             self._not_first.update(node.body[1:])
-        elif isinstance(node, cst.SimpleStatementSuite):
+        elif role is _SUITE:
             self._in_suite.update(node.body)
-        if isinstance(node, cst.BaseStatement):
+        if role is _LINE or role is _STATEMENT:
             self._statements.append(node)
-        elif isinstance(node, cst.BaseSmallStatement):
+        elif role is _SMALL:
             self._small.append(node)
 
     def leave(self, node: cst.CSTNode) -> None:
-        if isinstance(node, cst.BaseStatement) and self._statements and self._statements[-1] is node:
-            self._statements.pop()
-        elif isinstance(node, cst.BaseSmallStatement) and self._small and self._small[-1] is node:
+        role = _ROLES.get(type(node)) or _role(type(node))
+        if role is _LINE or role is _STATEMENT:
+            if self._statements and self._statements[-1] is node:
+                self._statements.pop()
+        elif role is _SMALL and self._small and self._small[-1] is node:
             self._small.pop()
 
     @property

@@ -5,14 +5,14 @@ transformers underneath) and call a hook per attribute: a walk costs microsecond
 analysis that reads it. The analysis only ever needs the nodes that carry meaning, in source order, so
 this module reads them straight from each node's fields, leaving out whitespace, comments, brackets,
 commas and operator tokens, and drives visitors with libcst's protocol (`on_visit` returning False
-skips the children, `on_leave` always follows; `visit_<Node>`/`leave_<Node>` are dispatched by libcst's
-`CSTVisitor.on_visit`/`on_leave`).
+skips the children, `on_leave` always follows; `visit_<Node>`/`leave_<Node>` are dispatched as by
+libcst's `CSTVisitor`, through `Visitor`, which looks each up once per node type).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -88,6 +88,36 @@ def children(node: cst.CSTNode) -> List[cst.CSTNode]:
             if keep:
                 found.append(value)
     return found
+
+
+class Visitor(cst.CSTVisitor):
+    """libcst's CSTVisitor, looking up `visit_<Node>` and `leave_<Node>` once per node type rather than
+    formatting the name and asking getattr at every node."""
+
+    _visit_methods: Dict[type, Optional[Callable]] = {}
+    _leave_methods: Dict[type, Optional[Callable]] = {}
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._visit_methods = {}
+        cls._leave_methods = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        node_type = type(node)
+        try:
+            method = self._visit_methods[node_type]
+        except KeyError:
+            method = self._visit_methods[node_type] = getattr(type(self), f"visit_{node_type.__name__}", None)
+        return method is None or method(self, node) is not False
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        node_type = type(original_node)
+        try:
+            method = self._leave_methods[node_type]
+        except KeyError:
+            method = self._leave_methods[node_type] = getattr(type(self), f"leave_{node_type.__name__}", None)
+        if method is not None:
+            method(self, original_node)
 
 
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
