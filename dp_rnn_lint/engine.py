@@ -162,6 +162,8 @@ def _parse_with_libcst(source: Union[str, bytes], python_error: Optional[str]) -
     # Other errors of Python's parser still go to libcst, which knows newer syntax than this Python;
     # when libcst fails too, Python's wording is the one users know.
     try:
+        if python_error is None:
+            return _parse_unchecked(source)
         return cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         if python_error:
@@ -172,6 +174,38 @@ def _parse_with_libcst(source: Union[str, bytes], python_error: Optional[str]) -
         raise FileProblem(python_error or f"cannot parse: {error}") from error
     except RecursionError as error:
         raise FileProblem("cannot parse: nested too deeply") from error
+
+
+# libcst checks every node as it is built (CSTNode.__post_init__ calls _validate), about an eighth of a
+# parse. Nodes its parser builds from source that Python's parser accepted pass those checks, as
+# libcst's own note on __post_init__ observes, so a parse of such source turns them off. Nodes built
+# meanwhile on other threads go unchecked too, which only loses a check, never changes a node.
+_checks_lock = threading.Lock()
+_unchecked_parses = 0
+_node_checks: Optional[Callable] = None  # libcst's CSTNode.__post_init__, while parses have it off
+
+
+def _skip_node_checks(node: object) -> None:
+    pass
+
+
+def _parse_unchecked(source: Union[str, bytes]) -> cst.Module:
+    import libcst as cst
+
+    global _unchecked_parses, _node_checks
+    with _checks_lock:
+        if _unchecked_parses == 0:
+            _node_checks = cst.CSTNode.__dict__.get("__post_init__")
+            if _node_checks is not None:
+                cst.CSTNode.__post_init__ = _skip_node_checks
+        _unchecked_parses += 1
+    try:
+        return cst.parse_module(source)
+    finally:
+        with _checks_lock:
+            _unchecked_parses -= 1
+            if _unchecked_parses == 0 and _node_checks is not None:
+                cst.CSTNode.__post_init__ = _node_checks
 
 
 def _violations(module: cst.Module, path: str, rules: Sequence[Rule],
