@@ -106,7 +106,7 @@ def lint_files(tasks: Iterable[Task], options: Options, jobs: int = 1, cache: Op
             ready.append(position)  # the worker reads the file again: contents never queue up here
 
     files = len(ready) + len(looks) + len(deferred)
-    with _workers(jobs, files) as (pool, workers):
+    with _Workers(jobs, files) as (pool, workers):
         _Schedule(tasks, results, options, cache, index, pool, workers, files).run(ready, looks, deferred)
     return [result for result in results if result is not None]
 
@@ -233,7 +233,7 @@ class _Done:
         return self.value
 
 
-class _workers:
+class _Workers:
     """The pool for `files` files: worker processes, or this process where they would not pay."""
 
     def __init__(self, jobs: int, files: int) -> None:
