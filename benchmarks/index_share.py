@@ -2,7 +2,8 @@
 """How much of a dp-rnn-lint run the project index costs, and write benchmarks/INDEX_RESULTS.md.
 
 On bench.py's corpora (built as bench.py builds them, reused when present), round after round:
-  all rules        dp-rnn-lint --no-cache: every rule, so the project index is built (DPR004 needs it)
+  all rules        dp-rnn-lint --no-cache: every rule; DPR004 needs the project index, built once a
+                   file needs the analysis
   without index    the same with --select DPR001,DPR002,DPR003: nothing needs the index, none is built
   scope wrapped    the same as all rules with --scope wrapped
 and, in this process, build_index() over the corpus's files alone: cold (no cache file) and warm (a
