@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Measure dp-rnn-lint on the project's labelled real-world corpus and write benchmarks/REALWORLD.md.
+
+The corpus is a list of labels (benchmarks/realworld/manifest.json): for a public repository at a fixed
+commit, a location (file and line), a rule, whether that rule should flag it there, and why, in our own
+words. The repositories' code is never kept in this project: the script materialises their Python
+files from local git mirrors (as the search tool's `fetch` brings them, one folder per repository named
+`owner+name` holding a bare `repo`), lints each whole tree the way a user would (`dp-rnn-lint .` from its
+root), and compares the findings with the labels.
+
+    python benchmarks/realworld.py MIRRORS_DIR            # writes benchmarks/REALWORLD.md
+    python benchmarks/realworld.py MIRRORS_DIR --no-write # prints the figures only
+
+A finding matches a label when its path, line and code are the label's. Per rule it reports precision
+(labelled findings that are right), recall (flagged labels that are found), how many findings offer a
+fix, every miss and false positive, and every finding at a location no label covers (the corpus must be
+extended until there are none: a finding nobody judged is not evidence either way).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Dict, List, Sequence, Tuple
+
+REPO = Path(__file__).resolve().parent.parent
+MANIFEST = REPO / "benchmarks" / "realworld" / "manifest.json"
+RESULTS = REPO / "benchmarks" / "REALWORLD.md"
+WORK = REPO / "benchmarks" / ".corpora" / "realworld"
+SCORED_RULES = ("DPR001", "DPR002", "DPR003")
+# Files a project's linting reads: Python sources and the files that mark its root.
+_MATERIALISED = (".py", "pyproject.toml", "setup.cfg", "setup.py")
+_ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def load_manifest(path: Path) -> dict:
+    with open(path, encoding="utf-8") as handle:
+        manifest = json.load(handle)
+    seen = set()
+    for label in manifest["labels"]:
+        missing = {"repo", "path", "line", "rule", "expected", "reason"} - set(label)
+        if missing:
+            raise SystemExit(f"error: {path}: a label lacks {', '.join(sorted(missing))}: {label}")
+        if label["expected"] not in ("flagged", "clean"):
+            raise SystemExit(f"error: {path}: expected must be flagged or clean: {label}")
+        key = (label["repo"], label["path"], label["line"], label["rule"])
+        if key in seen:
+            raise SystemExit(f"error: {path}: two labels for {key}")
+        seen.add(key)
+    return manifest
+
+
+def materialise(mirrors: Path, repository: dict, work: Path) -> Path:
+    """The repository's Python files at its commit, in a folder of their own (reused when complete)."""
+    name = repository["repo"].replace("/", "+")
+    tree = work / name
+    marker = tree / ".materialised"
+    if marker.exists() and marker.read_text(encoding="utf-8").strip() == repository["commit"] and any(
+            (tree / name).exists() for name in _ROOT_MARKERS):
+        return tree
+    git_dir = mirrors / name / "repo"
+    if not git_dir.is_dir():
+        raise SystemExit(f"error: {git_dir}: no mirror of {repository['repo']} (fetch github:{repository['repo']})")
+    listing = subprocess.run(["git", "--git-dir", str(git_dir), "ls-tree", "-r", "-z", repository["commit"]],
+                             check=True, capture_output=True).stdout.decode("utf-8", "surrogateescape")
+    if tree.exists():
+        subprocess.run(["rm", "-rf", str(tree)], check=True)
+    tree.mkdir(parents=True)
+    wanted = []
+    for entry in filter(None, listing.split("\0")):
+        meta, path = entry.split("\t", 1)
+        _, kind, sha = meta.split()
+        if kind == "blob" and path.endswith(_MATERIALISED):
+            wanted.append((sha, path))
+    # One cat-file process for every blob: a mirror may lack large blobs, which are skipped.
+    batch = subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+                           input="".join(f"{sha}\n" for sha, _ in wanted).encode(), check=True,
+                           capture_output=True).stdout
+    offset = 0
+    for sha, path in wanted:
+        header_end = batch.index(b"\n", offset)
+        header = batch[offset:header_end].split()
+        offset = header_end + 1
+        if header[-1] == b"missing":
+            continue
+        size = int(header[2])
+        target = tree / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(batch[offset:offset + size])
+        offset += size + 1
+    if not any((tree / name).exists() for name in _ROOT_MARKERS):
+        # A clone has .git at its root; without some marker the tree's project would be the folder above.
+        (tree / "setup.cfg").write_text("", encoding="utf-8")
+    marker.write_text(repository["commit"] + "\n", encoding="utf-8")
+    return tree
+
+
+def lint(tree: Path) -> Tuple[List[dict], float]:
+    """The findings of `dp-rnn-lint .` run from the tree's root, and the run's wall time."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "dp_rnn_lint", "--isolated", "--no-cache", "--format", "json",
+                           "--exit-zero", "."], cwd=tree, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"error: dp-rnn-lint failed in {tree} (exit {done.returncode}):\n{done.stderr}")
+    findings = json.loads(done.stdout)
+    for finding in findings:
+        finding["path"] = finding["path"].replace(os.sep, "/")
+    return findings, elapsed
+
+
+def score(manifest: dict, findings_by_repo: Dict[str, List[dict]]) -> dict:
+    labels_by_key = {(l["repo"], l["path"], l["line"], l["rule"]): l for l in manifest["labels"]}
+    found_keys = {}
+    for repo, findings in findings_by_repo.items():
+        for finding in findings:
+            found_keys[(repo, finding["path"], finding["line"], finding["code"])] = finding
+    per_rule = {rule: {"tp": [], "fp": [], "fn": [], "tn": [], "unlabelled": [], "fixable": 0} for rule in SCORED_RULES}
+    for key, label in labels_by_key.items():
+        rule = label["rule"]
+        if rule not in per_rule:
+            continue
+        found = key in found_keys
+        outcome = {("flagged", True): "tp", ("flagged", False): "fn",
+                   ("clean", True): "fp", ("clean", False): "tn"}[label["expected"], found]
+        per_rule[rule][outcome].append(label)
+        if outcome == "tp" and found_keys[key].get("fixable"):
+            per_rule[rule]["fixable"] += 1
+    for key, finding in found_keys.items():
+        if key[3] in per_rule and key not in labels_by_key:
+            per_rule[key[3]]["unlabelled"].append({"repo": key[0], "path": key[1], "line": key[2],
+                                                   "rule": key[3], "message": finding["message"]})
+    return per_rule
+
+
+def ratio(part: int, whole: int) -> str:
+    return f"{part / whole:.2f}" if whole else "n/a"
+
+
+def report(manifest: dict, per_rule: dict, timings: Dict[str, float], mirrors_note: str) -> str:
+    labels = manifest["labels"]
+    repos = sorted({label["repo"] for label in labels})
+    lines = ["# The real-world corpus: results", "",
+             "Written by `python benchmarks/realworld.py MIRRORS_DIR`; do not edit by hand. The labels are in",
+             "[realworld/manifest.json](realworld/manifest.json); [realworld/README.md](realworld/README.md) says how",
+             "they were made and what a location means for each rule.", "",
+             f"- run: {datetime.date.today().isoformat()}, {mirrors_note}",
+             f"- labels: {len(labels)} over {len(repos)} repositories "
+             f"({sum(1 for l in labels if l['expected'] == 'flagged')} flagged, "
+             f"{sum(1 for l in labels if l['expected'] == 'clean')} clean)", "",
+             "| rule | labels | flagged | clean | found right | false positives | missed | precision | recall | fix offered |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for rule, counts in per_rule.items():
+        tp, fp, fn, tn = (len(counts[k]) for k in ("tp", "fp", "fn", "tn"))
+        lines.append(f"| {rule} | {tp + fp + fn + tn} | {tp + fn} | {fp + tn} | {tp} | {fp} | {fn} | "
+                     f"{ratio(tp, tp + fp)} | {ratio(tp, tp + fn)} | {counts['fixable']} of {tp} |")
+    lines += ["", "## Per repository", "", "| repository | commit | labels | lint time (s) |", "|---|---|---|---|"]
+    counts_by_repo = Counter(label["repo"] for label in labels)
+    for repository in manifest["repositories"]:
+        repo = repository["repo"]
+        lines.append(f"| {repo} | {repository['commit'][:12]} | {counts_by_repo[repo]} | {timings.get(repo, 0):.2f} |")
+    for title, key in (("Missed (flagged labels without a finding)", "fn"),
+                       ("False positives (clean labels with a finding)", "fp")):
+        lines += ["", f"## {title}", ""]
+        listed = [(rule, label) for rule, counts in per_rule.items() for label in counts[key]]
+        if not listed:
+            lines.append("None.")
+        for rule, label in listed:
+            lines.append(f"- {rule} {label['repo']} `{label['path']}:{label['line']}`: {label['reason']}")
+    lines += ["", "## Findings at unlabelled locations", ""]
+    unlabelled = [item for counts in per_rule.values() for item in counts["unlabelled"]]
+    if not unlabelled:
+        lines.append("None: every finding of the scored rules is at a labelled location.")
+    for item in unlabelled:
+        lines.append(f"- {item['rule']} {item['repo']} `{item['path']}:{item['line']}`")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mirrors", type=Path, help="folder of mirrors, one `owner+name/repo` git directory each")
+    parser.add_argument("--manifest", type=Path, default=MANIFEST)
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--work", type=Path, default=WORK, help="where the trees are materialised (reused)")
+    parser.add_argument("--no-write", action="store_true", help="print the report instead of writing it")
+    args = parser.parse_args(argv)
+    manifest = load_manifest(args.manifest)
+    findings_by_repo: Dict[str, List[dict]] = {}
+    timings: Dict[str, float] = {}
+    for repository in manifest["repositories"]:
+        tree = materialise(args.mirrors, repository, args.work)
+        findings_by_repo[repository["repo"]], timings[repository["repo"]] = lint(tree)
+        log(f"{repository['repo']}: {len(findings_by_repo[repository['repo']])} findings "
+            f"in {timings[repository['repo']]:.2f} s")
+    per_rule = score(manifest, findings_by_repo)
+    text = report(manifest, per_rule, timings, f"dp-rnn-lint from this checkout, {len(manifest['repositories'])} trees")
+    if args.no_write:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
+        log(f"wrote {args.output}")
+    for rule, counts in per_rule.items():
+        tp, fp, fn = (len(counts[k]) for k in ("tp", "fp", "fn"))
+        log(f"{rule}: precision {ratio(tp, tp + fp)}, recall {ratio(tp, tp + fn)} "
+            f"({tp} right, {fp} false positives, {fn} missed, {len(counts['unlabelled'])} unlabelled findings)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
