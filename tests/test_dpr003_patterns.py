@@ -88,18 +88,67 @@ def test_lengths_through_helper_method_arguments():
     assert findings(source, code="DPR003") == [(11, "DPR003")]
 
 
-def test_calls_off_the_forward_path_or_in_nested_functions_are_left_alone():
+def test_calls_off_the_forward_path_are_left_alone():
     source = textwrap.dedent("""\
         import torch.nn as nn
         from torch.nn.utils.rnn import pack_padded_sequence
 
         class Encoder(nn.Module):
             def forward(self, x, lengths):
-                pack = lambda: pack_padded_sequence(x, lengths, batch_first=True)
-                return self.rnn(pack())[0]
+                return self.rnn(x)[0]
 
             def greedy_decode(self, x, lengths):
                 return self.rnn(pack_padded_sequence(x, lengths, batch_first=True))[0]
+    """)
+    assert findings(source, code="DPR003") == []
+
+
+@pytest.mark.parametrize("helper", [
+    "pack = lambda: pack_padded_sequence(x, lengths, batch_first=True)",
+    "def pack():\n            return pack_padded_sequence(x, lengths, batch_first=True)",
+], ids=["lambda", "nested-def"])
+def test_a_nested_function_packing_with_forwards_own_lengths_is_flagged(helper):
+    source = textwrap.dedent("""\
+        import torch.nn as nn
+        from torch.nn.utils.rnn import pack_padded_sequence
+
+        class Tagger(nn.Module):
+            def forward(self, x, lengths):
+                HELPER
+                return self.rnn(pack())[0]
+    """).replace("HELPER", helper)
+    assert [line for line, _ in findings(source, code="DPR003")] == [7 if helper.startswith("def") else 6]
+
+
+@pytest.mark.parametrize("helper", [
+    "def pack(seq, lengths):\n            return pack_padded_sequence(seq, lengths, batch_first=True)",
+    "def pack(seq):\n            lengths = seq.new_full((seq.size(0),), seq.size(1)).cpu()\n"
+    "            return pack_padded_sequence(seq, lengths, batch_first=True)",
+], ids=["own-parameter", "own-local"])
+def test_a_nested_function_with_lengths_of_its_own_is_left_alone(helper):
+    source = textwrap.dedent("""\
+        import torch.nn as nn
+        from torch.nn.utils.rnn import pack_padded_sequence
+
+        class Tagger(nn.Module):
+            def forward(self, x, lengths):
+                HELPER
+                return self.rnn(pack(x))[0]
+    """).replace("HELPER", helper)
+    assert findings(source, code="DPR003") == []
+
+
+def test_a_nested_function_is_left_alone_when_forward_rebinds_the_lengths():
+    source = textwrap.dedent("""\
+        import torch.nn as nn
+        from torch.nn.utils.rnn import pack_padded_sequence
+
+        class Tagger(nn.Module):
+            def forward(self, x, lengths):
+                def pack(seq):
+                    return pack_padded_sequence(seq, lengths, batch_first=True)
+                lengths = lengths.cpu()
+                return self.rnn(pack(x))[0]
     """)
     assert findings(source, code="DPR003") == []
 

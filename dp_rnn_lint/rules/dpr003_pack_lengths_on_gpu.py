@@ -180,9 +180,14 @@ class PackLengthsOnGpu(Rule):
     def _check_call(self, analysis: FileAnalysis, path: ForwardPath, event: PackCall, flows: Dict,
                     wrapped: bool, note: str) -> Optional[Violation]:
         lengths = _lengths_argument(event.call)
-        if lengths is None or event.function is not event.method:
-            return None  # no lengths to follow, or the call sits in a nested function or lambda
-        origin = _trace(path, event.method, lengths, flows, depth=0)
+        if lengths is None:
+            return None
+        if event.function is event.method:
+            origin = _trace(path, event.method, lengths, flows, depth=0)
+        else:
+            # `def pack(x): return pack_padded_sequence(x, lengths)` inside the method: the lengths are
+            # the method's own when the nested function neither binds the name nor the method rebinds it.
+            origin = _trace_closure(path, event, lengths, flows)
         if origin is None:
             return None
         param = origin.param
@@ -237,7 +242,24 @@ def _trace(path: ForwardPath, method: cst.FunctionDef, expr: cst.BaseExpression,
         if site.value is None or (site.tuple_index is not None and not isinstance(site.value, cst.Call)):
             return None  # a loop target, `with ... as`, or unpacking something that is not a tensor method's result
         return _trace(path, method, site.value, flows, depth + 1, site.seq, tensor_methods)
-    param = _parameter(method, expr.value)
+    return _from_parameter(path, method, _parameter(method, expr.value), flows, depth, tensor_methods)
+
+
+def _trace_closure(path: ForwardPath, event: PackCall, lengths: cst.BaseExpression, flows: Dict) -> Optional[_Origin]:
+    if not isinstance(lengths, cst.Name) or not isinstance(event.function, (cst.FunctionDef, cst.Lambda)):
+        return None
+    inner = _flow(event.function, flows)
+    if lengths.value in inner.parameters or lengths.value in inner.bindings:
+        return None
+    if lengths.value in _flow(event.method, flows).bindings:
+        return None  # rebound in the method: which value the nested function sees depends on when it runs
+    return _from_parameter(path, event.method, _parameter(event.method, lengths.value), flows, 0, False)
+
+
+def _from_parameter(path: ForwardPath, method: cst.FunctionDef, param: Optional[cst.Param], flows: Dict, depth: int,
+                    tensor_methods: bool) -> Optional[_Origin]:
+    """The forward parameter a parameter of `method` comes from: itself in forward, else what the
+    helper's caller passes for it, traced on."""
     if param is None:
         return None
     if method is path.forward:
