@@ -11,7 +11,7 @@ from collections import Counter
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence, TextIO
+from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .config import ConfigError, Settings, SettingsResolver, code_list, pattern_list, per_file_ignores
@@ -20,7 +20,7 @@ from .engine import FileResult, lint_source
 from .runner import Options, Task, default_jobs, lint_files
 from .engine import decode as decode_source
 from .files import FileProblem, discover, excluded_path
-from .analysis.project import FileContext, build_index, index_cache_file
+from .analysis.project import FileContext, build_index, index_cache_file, project_root
 from .reporters import FORMATS, FORMATS_WITH_EDITS, printable, reporter
 from .reporters.text import located_problem, report_text
 from . import docs, rules
@@ -259,10 +259,11 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         jobs = args.jobs or default_jobs()
 
         def built_index(pool=None):
-            # The whole run's files form the project: a class in one file may be wrapped in another.
+            # The project of the linted files is indexed, not just the files named: a class in one file may
+            # derive from a base, or be wrapped, in another (pre-commit names only the changed files).
             nonlocal index
-            index = build_index([path for path, problem, _, _ in found if problem is None],
-                                cache_file=index_cache_file(cache_dir, os.getcwd()), jobs=jobs, pool=pool)
+            files, anchor = project_files([(path, settings) for path, problem, _, settings in found if problem is None])
+            index = build_index(files, cache_file=index_cache_file(cache_dir, anchor), jobs=jobs, pool=pool)
             return index
 
         lazy = _needs_index([(selection, settings) for _, _, selection, settings in found])
@@ -278,6 +279,8 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         cache = None if cache_dir is None else ResultCache(cache_dir)
         results = lint_files(tasks, Options(fix=fix, write=write, describe_fixes=describe_fixes), jobs=jobs, cache=cache,
                              index=built_index if lazy else None)
+        if index is not None:
+            index.save()  # the files summarised for their classes' bases, for the next run
     unresolved = _unresolved_in_wrapped_scope(index, settings_per_path)
 
     problems = [r for r in results if r.problem is not None]
@@ -317,8 +320,27 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 
 def _needs_index(selections) -> bool:
-    """The project index costs a read of every file: only when a rule or the scope needs it."""
-    return any(settings.scope == "wrapped" or "DPR004" in selection.codes() for selection, settings in selections)
+    """Every rule asks the project index which classes are modules (bases live in other files); it is
+    built only once a file needs the analysis."""
+    return any(settings.scope == "wrapped" or selection.codes() for selection, settings in selections)
+
+
+def project_files(linted: Sequence[Tuple[str, Settings]]) -> Tuple[List[str], str]:
+    """The files the project index reads for a run (the linted files, and every Python file of the
+    projects that hold them, walked with each project's exclusions), and the folder its cache is named by."""
+    files = {path: None for path, _ in linted}
+    roots: Dict[Path, Settings] = {}
+    for path, settings in linted:
+        root = project_root(path)
+        if root is not None and root not in roots:
+            roots[root] = settings
+    for root, settings in roots.items():
+        for path, problem in discover([str(root)], exclude=settings.exclusions, root=settings.root,
+                                      respect_gitignore=settings.respect_gitignore):
+            if problem is None:
+                files.setdefault(path, None)
+    anchor = str(next(iter(roots))) if len(roots) == 1 else os.getcwd()
+    return list(files), anchor
 
 
 def _unresolved_in_wrapped_scope(index, settings_per_path) -> list:

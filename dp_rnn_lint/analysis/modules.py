@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
 from .names import ASSIGN, DEF, PARAM, NameResolver, Scope
-from .torch_names import MODULE_LIST, MODULE_METHODS_RETURNING_SELF, TORCH_NN, canonical, is_module_base, rnn_kind
+from .torch_names import (MODULE_LIST, MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, TORCH_NN, canonical, is_module_base,
+                          rnn_kind)
 from .traversal import children
 
 # Words that mark a run-time name as naming an RNN class: getattr(nn, rnn_type), getattr(nn, cell).
@@ -28,6 +29,9 @@ class RnnSubmodule:
     kind: str  # "nn.LSTM", "nn.LSTM or nn.GRU", "an RNN class chosen at run time"
     is_list: bool
     optional: bool = False  # also set to None somewhere (`nn.LSTM(...) if use_rnn else None`)
+    # A torch RNN in some configurations only: other assignments hold another module (a custom RNN, a
+    # weight-drop wrapper of it) that may have no flatten_parameters().
+    guarded: bool = False
 
 
 @dataclass
@@ -141,29 +145,48 @@ def iter_nodes(root: cst.CSTNode, types: tuple, skip_nested_scopes: bool = False
 class ModuleModel:
     """What one file's classes mean: which are nn.Modules and where their RNNs are."""
 
-    def __init__(self, module: cst.Module, resolver: NameResolver, known_modules: FrozenSet[str] = frozenset()) -> None:
+    def __init__(self, module: cst.Module, resolver: NameResolver, known_modules: FrozenSet[str] = frozenset(),
+                 plain_classes: FrozenSet[str] = frozenset(),
+                 inherited: Optional[Callable[[str], List[Tuple["ModuleModel", ModuleClass]]]] = None,
+                 every_class: bool = False) -> None:
         self.module = module
         self.resolver = resolver
-        # Classes the project index knows are nn.Modules through bases in other files.
+        # The classes a class derives from in other files, with their files' models (the project index
+        # says which); `every_class`: a model of a base file, whose classes are read whatever their bases.
+        self._inherited = inherited or (lambda qualname: [])
+        self._every_class = every_class
+        self._self_classes: Optional[Tuple[str, Dict[str, str]]] = None
+        # Classes the project index knows are nn.Modules through bases in other files, and those it knows
+        # are not (every base leads to plain classes).
         self.known_modules = known_modules
+        self.plain_classes = plain_classes
         self._class_scopes = {node: scope for node, scope in resolver.scopes.items() if isinstance(node, cst.ClassDef)}
         self._is_module_memo: Dict[cst.ClassDef, bool] = {}
         self._rnn_class_memo: Dict[cst.ClassDef, Optional[str]] = {}
         self._factory_memo: Dict[cst.FunctionDef, Optional[str]] = {}
         self.classes: List[ModuleClass] = []
         by_node: Dict[cst.ClassDef, ModuleClass] = {}
+        undecided: List[ModuleClass] = []
         for node, scope in self._class_scopes.items():
-            if self._is_module(node):
+            module = self._is_module(node)
+            if module or self._base_unknown(node):
                 cls = ModuleClass(node=node, scope=scope)
                 for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
                     if isinstance(statement, cst.FunctionDef):
                         cls.methods[statement.name.value] = statement
                 by_node[node] = cls
-                self.classes.append(cls)
-        for cls in self.classes:
+                (self.classes if module else undecided).append(cls)
+        for cls in self.classes + undecided:
             cls.bases = [by_node[base] for base in self._same_file_bases(cls.node) if base in by_node]
         self._rnn_memo: Dict[int, Dict[str, RnnSubmodule]] = {}
         self._assigned_memo: Dict[int, set] = {}
+        # A class whose base nothing here can follow (another package's, a name the project index could
+        # not resolve) is taken as a module when it defines forward and builds a torch RNN on self: the RNN
+        # is evidence enough.
+        evidence = [cls for cls in undecided if cls.find_method("forward") and self.rnn_submodules(cls)]
+        if evidence:
+            chosen = set(map(id, evidence))
+            self.classes = [cls for cls in by_node.values() if cls in self.classes or id(cls) in chosen]
 
     # -- classes ------------------------------------------------------------------------------------
     def qualname(self, node: cst.ClassDef) -> str:
@@ -179,25 +202,53 @@ class ModuleModel:
         scope = self._class_scopes[node].parent
         bases = []
         for arg in node.bases:
-            if isinstance(arg.value, cst.Name):
-                found = self.resolver.bindings(arg.value.value, scope)
+            base = _unsubscripted(arg.value)
+            if isinstance(base, cst.Name):
+                found = self.resolver.bindings(base.value, scope)
                 for binding in found:
                     if binding.kind == DEF and isinstance(binding.node, cst.ClassDef) and binding.node is not node:
                         bases.append(binding.node)
         return bases
 
+    def _inherited_of(self, cls: ModuleClass) -> List[Tuple["ModuleModel", ModuleClass]]:
+        return self._inherited(self.qualname(cls.node))
+
+    def class_named(self, qualname: str) -> Optional[ModuleClass]:
+        return next((cls for cls in self.classes if self.qualname(cls.node) == qualname), None)
+
     def _is_module(self, node: cst.ClassDef, depth: int = 0) -> bool:
+        if self._every_class:
+            return True
         if node in self._is_module_memo:
             return self._is_module_memo[node]
         self._is_module_memo[node] = False  # cycle guard
         scope = self._class_scopes[node].parent
-        result = any(is_module_base(self.resolver.qualified_name(arg.value, scope)) for arg in node.bases)
+        result = any(is_module_base(self.resolver.qualified_name(_unsubscripted(arg.value), scope)) for arg in node.bases)
         if not result and self.known_modules:
             result = self.qualname(node) in self.known_modules
         if not result and depth < _MAX_DEPTH:
             result = any(self._is_module(base, depth + 1) for base in self._same_file_bases(node))
         self._is_module_memo[node] = result
         return result
+
+    def _base_unknown(self, node: cst.ClassDef, depth: int = 0) -> bool:
+        """Whether some base of a class that is not known to be a module may still be one: a base of
+        another file the project index could not follow, or of another package (no index: any import)."""
+        if self.qualname(node) in self.plain_classes or depth > _MAX_DEPTH:
+            return False
+        scope = self._class_scopes[node].parent
+        same_file = self._same_file_bases(node)
+        same_names = {found.name.value for found in same_file}
+        for arg in node.bases:
+            base = _unsubscripted(arg.value)
+            if isinstance(base, cst.Name) and base.value in same_names:
+                continue
+            qualified = canonical(self.resolver.qualified_name(base, scope))
+            if qualified is not None and qualified.startswith("builtins."):
+                qualified = qualified[len("builtins."):]
+            if qualified is None or (qualified not in PLAIN_BASES and not qualified.startswith("torch.")):
+                return True
+        return any(self._base_unknown(found, depth + 1) for found in same_file)
 
     def _flattens_itself(self, func: cst.BaseExpression, scope: Scope) -> bool:
         """An RNN subclass of this file whose own forward calls self.flatten_parameters()."""
@@ -250,6 +301,10 @@ class ModuleModel:
                 return f"nn.{found}"
             if isinstance(expr, cst.Name):
                 return self._name_kind(expr.value, scope, depth, self.rnn_class_kind)
+            if self._self_classes is not None:
+                me, kinds = self._self_classes  # `self.rnn_cell(...)`, where a method set `self.rnn_cell = nn.LSTM`
+                attr = is_self_attribute(expr, me)
+                return kinds.get(attr) if attr else None
             return None
         if isinstance(expr, cst.Call):
             return self._getattr_rnn_class(expr, scope)
@@ -288,6 +343,8 @@ class ModuleModel:
         if canonical(self.resolver.qualified_name(call.args[0].value, scope)) not in (TORCH_NN, "torch.nn.modules"):
             return None
         name = call.args[1].value
+        if any("Cell" in part for part in _literal_parts(name)):
+            return None  # getattr(nn, f"{rnn_type}Cell"): a cell, which has no flatten_parameters()
         literals = self._string_values(name, scope)
         if literals:
             kinds = [rnn_kind(f"torch.nn.{literal}") for literal in literals]
@@ -463,13 +520,17 @@ class ModuleModel:
             return self._rnn_memo[key]
         assigned: Dict[str, List[Optional[_RnnValue]]] = {}
         grown: Dict[str, List[Optional[str]]] = {}
+        class_kinds = self.rnn_class_attributes(cls)
         for owner in cls.mro():
             for method in owner.methods.values():
-                self._collect_assignments(method, assigned, grown)
+                self._collect_assignments(method, assigned, grown, class_kinds)
         self._assigned_memo[key] = set(assigned) | set(grown)
         result = {}
         for attr, values in assigned.items():
             if any(value is None for value in values):
+                rnns = [v for v in values if v is not None and not v.is_none]
+                if rnns and all(not v.is_list for v in rnns):
+                    result[attr] = RnnSubmodule(attr, _join_kinds([v.kind for v in rnns]), is_list=False, guarded=True)
                 continue
             rnns = [v for v in values if not v.is_none]
             if rnns and all(not value.is_list for value in rnns):
@@ -482,18 +543,52 @@ class ModuleModel:
                 kinds = [v.kind for v in values if not v.empty_list] + list(extra)
                 if kinds:
                     result[attr] = RnnSubmodule(attr, _join_kinds(kinds), is_list=True)
+        for model, base in self._inherited_of(cls):
+            # What a base in another file builds, where this class does not set the attribute itself.
+            for attr, rnn in model.rnn_submodules(base).items():
+                if attr not in assigned and attr not in grown:
+                    result.setdefault(attr, rnn)
         self._rnn_memo[key] = result
         return result
+
+    def rnn_class_attributes(self, cls: ModuleClass) -> Dict[str, str]:
+        """Attributes that hold an RNN class, not an instance (`self.rnn_cell = nn.LSTM`), set by the
+        class, its bases in this file or its bases elsewhere: `self.rnn_cell(...)` builds one."""
+        values: Dict[str, List[Optional[str]]] = {}
+        for owner in cls.mro():
+            for method in owner.methods.values():
+                me = self_name(method)
+                if me is None:
+                    continue
+                scope = self.resolver.scopes[method]
+                for node in iter_nodes(method.body, (cst.Assign,)):
+                    for target in node.targets:
+                        attr = is_self_attribute(target.target, me)
+                        if attr:
+                            values.setdefault(attr, []).append(self.rnn_class_kind(node.value, scope))
+        kinds = {attr: _join_kinds(found) for attr, found in values.items() if _join_kinds(found)}
+        for model, base in self._inherited_of(cls):
+            for attr, kind in model.rnn_class_attributes(base).items():
+                kinds.setdefault(attr, kind)
+        return kinds
 
     def assigned_attributes(self, cls: ModuleClass) -> set:
         """Every attribute name the class (or a base of this file) sets on self, whatever the value."""
         self.rnn_submodules(cls)
         return self._assigned_memo[id(cls)]
 
-    def _collect_assignments(self, method: cst.FunctionDef, assigned: Dict, grown: Dict) -> None:
+    def _collect_assignments(self, method: cst.FunctionDef, assigned: Dict, grown: Dict,
+                             class_kinds: Dict[str, str]) -> None:
         me = self_name(method)
         if me is None:
             return
+        self._self_classes = (me, class_kinds) if class_kinds else None
+        try:
+            self._collect_method_assignments(method, me, assigned, grown)
+        finally:
+            self._self_classes = None
+
+    def _collect_method_assignments(self, method: cst.FunctionDef, me: str, assigned: Dict, grown: Dict) -> None:
         scope = self.resolver.scopes[method]
         for node in iter_nodes(method.body, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call)):
             inner = scope  # assignments in nested functions of __init__ are rare; the method scope is close enough
@@ -501,7 +596,7 @@ class ModuleModel:
                 for target in node.targets:
                     for element, value in _paired_targets(target.target, node.value):
                         attr = is_self_attribute(element, me)
-                        if attr:
+                        if attr and not (value is not None and _same_module_again(value, attr, me)):
                             assigned.setdefault(attr, []).append(self.rnn_instance(value, inner) if value else None)
             elif isinstance(node, cst.AugAssign):
                 attr = is_self_attribute(node.target, me)
@@ -534,6 +629,32 @@ class ModuleModel:
             if name:
                 return name, call.args[1].value
         return None
+
+
+def _literal_parts(expression: cst.BaseExpression) -> List[str]:
+    """The literal text inside an expression that builds a name: `'{}Cell'.format(t)`, `f"{t}Cell"`, `t + 'Cell'`."""
+    parts = []
+    for node in iter_nodes(expression, (cst.SimpleString, cst.FormattedStringText)):
+        if isinstance(node, cst.SimpleString):
+            value = node.evaluated_value
+            if isinstance(value, str):
+                parts.append(value)
+        else:
+            parts.append(node.value)
+    return parts
+
+
+def _same_module_again(value: cst.BaseExpression, attr: str, me: str) -> bool:
+    """`self.rnn = self.rnn.cuda()`: the attribute keeps the module it holds."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and (
+            value.func.attr.value in MODULE_METHODS_RETURNING_SELF):
+        value = value.func.value
+    return is_self_attribute(value, me) == attr
+
+
+def _unsubscripted(expression: cst.BaseExpression) -> cst.BaseExpression:
+    """`Base` for a generic base `Base[T]`."""
+    return expression.value if isinstance(expression, cst.Subscript) else expression
 
 
 def _single_arg_call(value: cst.BaseExpression) -> cst.Call:

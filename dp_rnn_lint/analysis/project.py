@@ -26,7 +26,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..files import module_name_for, resolve_relative_import
 from .ast_walk import child_nodes
-from .torch_names import MODULE_METHODS_RETURNING_SELF, canonical, is_module_base
+from .torch_names import MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, canonical, is_module_base, rnn_kind
 
 # What DataParallel is called under torch's public spellings; the function form takes the module first too.
 DATA_PARALLEL_NAMES = frozenset({
@@ -51,9 +51,11 @@ def mentions_wrap(data: bytes) -> bool:
 _MAX_DEPTH = 12
 _SITE_TEXT_LIMIT = 60
 # The cache format; bump when the summary's shape changes.
-_SUMMARY_FORMAT = 2
+_SUMMARY_FORMAT = 3
 
 UNKNOWN = None  # a value the summary cannot name (a parameter, a subscript...)
+# What the project's bases say of a class.
+MODULE, PLAIN, UNKNOWN_STATUS = "module", "plain", "unknown"
 
 
 # -- one file's summary, from Python's tree ---------------------------------------------------------
@@ -64,6 +66,11 @@ def dotted(node: ast.AST) -> Optional[str]:
         base = dotted(node.value)
         return None if base is None else f"{base}.{node.attr}"
     return None
+
+
+def base_name(node: ast.AST) -> Optional[str]:
+    """A base class as a dotted name: `Base[T]` is `Base` (a generic's subscript does not change its class)."""
+    return dotted(node.value if isinstance(node, ast.Subscript) else node)
 
 
 def qualify(imports: Mapping[str, Optional[str]], name: str) -> Optional[str]:
@@ -138,7 +145,7 @@ class _Summarizer:
                     self._class_methods[qualname] = [item for item in child.body
                                                      if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
                     own: Set[str] = set()
-                    self.classes[qualname] = {"line": child.lineno, "bases": [dotted(base) for base in child.bases],
+                    self.classes[qualname] = {"line": child.lineno, "bases": [base_name(base) for base in child.bases],
                                               "calls": own}
                     for part in (*child.bases, *child.keywords, *child.decorator_list):
                         stack.append((part, function, cls, class_calls, top, prefix))
@@ -357,6 +364,8 @@ class ProjectIndex:
     sites: List[WrapSite] = field(default_factory=list)
     files_parsed: int = 0
     _by_file: Optional[Dict[str, Tuple[list, list]]] = field(default=None, repr=False, compare=False)
+    # What answers which classes are modules, file by file as they are asked for (None: nothing is).
+    _builder: Optional["IndexBuilder"] = field(default=None, repr=False, compare=False)
 
     def context_for(self, path: str, scope: str) -> "FileContext":
         if self._by_file is None:  # grouped once: a run asks for every file's context
@@ -366,12 +375,21 @@ class ProjectIndex:
             for (file, name), sites in self.direct.items():
                 self._by_file.setdefault(file, ([], []))[1].append((name, str(sites[0])))
         wrapped, direct = self._by_file.get(_path_key(path), ((), ()))
+        modules, plain, inherited = self._builder.class_facts(path) if self._builder is not None else ((), (), ())
         return FileContext(
             scope=scope,
             wrapped=tuple(sorted(wrapped)),
             direct=tuple(sorted(direct)),
             unresolved=tuple(str(item.site) for item in self.unresolved) if scope == "wrapped" else (),
+            modules=modules,
+            plain=plain,
+            inherited=inherited,
         )
+
+    def save(self) -> None:
+        """Cache what was summarised since the index was built (the files whose contexts were asked for)."""
+        if self._builder is not None:
+            self._builder.save_cache()
 
 
 @dataclass(frozen=True)
@@ -383,6 +401,13 @@ class FileContext:
     wrapped: Tuple[Tuple[str, str], ...] = ()  # (class qualname, wrap site) for this file's wrapped classes
     direct: Tuple[Tuple[str, str], ...] = ()  # (class qualname, wrap site) for this file's wrap targets
     unresolved: Tuple[str, ...] = ()  # in wrapped scope: wrap sites that could not be resolved
+    modules: Tuple[str, ...] = ()  # this file's classes whose bases lead to nn.Module in any file
+    plain: Tuple[str, ...] = ()  # this file's classes whose bases are known not to be modules
+    # (class qualname, its bases in other files as (path, qualname, size, mtime_ns)): what it inherits
+    inherited: Tuple[Tuple[str, tuple], ...] = ()
+
+    def bases_elsewhere(self, qualname: str) -> tuple:
+        return dict(self.inherited).get(qualname, ())
 
     def wrap_site(self, qualname: str) -> Optional[str]:
         return dict(self.wrapped).get(qualname)
@@ -431,6 +456,8 @@ class IndexBuilder:
         self._modules: Dict[str, List[str]] = {}
         self._by_suffix: Dict[Tuple[str, ...], List[str]] = {}
         self._top_names: Set[str] = set()
+        self._status_memo: Dict[ClassKey, str] = {}
+        self._unsaved = False  # entries made or summarised since the cache was read or written
         self.files_parsed = 0
         for key in self.paths:
             module, _ = module_name_for(key)
@@ -457,8 +484,9 @@ class IndexBuilder:
         return files if isinstance(files, dict) else {}
 
     def save_cache(self) -> None:
-        if self.cache_file is None:
+        if self.cache_file is None or not self._unsaved:
             return
+        self._unsaved = False
         import json
         import tempfile
 
@@ -502,6 +530,7 @@ class IndexBuilder:
                 and (cached[3] is not None or not (need_summary or cached[2]))):
             self._entries[key] = cached
             return cached
+        self._unsaved = True
         try:
             with open(key, "rb") as handle:
                 data = handle.read()
@@ -624,21 +653,77 @@ class IndexBuilder:
             return classes, None
         return [], found
 
-    def is_module_class(self, key: ClassKey, depth: int = 0) -> bool:
+    def is_module_class(self, key: ClassKey) -> bool:
+        return self.module_status(key) == MODULE
+
+    def module_status(self, key: ClassKey, depth: int = 0) -> str:
+        """MODULE when the class's bases lead to nn.Module through any file of the project, PLAIN when
+        every base leads to classes that are not modules, UNKNOWN when some base cannot be followed (a
+        class of another package, a name the index cannot resolve)."""
+        if key in self._status_memo:
+            return self._status_memo[key]
         file, name = key
         info = self.summary(file)["classes"].get(name)
         if info is None or depth > _MAX_DEPTH:
-            return False
+            return UNKNOWN_STATUS
+        self._status_memo[key] = UNKNOWN_STATUS  # a cycle of bases proves nothing
+        imports = self.summary(file)["imports"]
+        statuses = []
         for base in info["bases"]:
             if base is None:
+                statuses.append(UNKNOWN_STATUS)  # `Base(...)` or `make_base()`: nothing to follow
                 continue
-            qualified = qualify(self.summary(file)["imports"], base)
-            if is_module_base(canonical(qualified)):
-                return True
+            qualified = canonical(qualify(imports, base))
+            if is_module_base(qualified) or rnn_kind(qualified):
+                statuses.append(MODULE)
+                break
+            if qualified in PLAIN_BASES or (qualified or "").startswith("torch."):
+                statuses.append(PLAIN)
+                continue
             kind, found = self.resolve(file, base, depth + 1)
-            if kind == "class" and found != key and self.is_module_class(found, depth + 1):
-                return True
-        return False
+            if kind == "class" and found != key:
+                statuses.append(self.module_status(found, depth + 1))
+            else:
+                statuses.append(UNKNOWN_STATUS)
+        status = (MODULE if MODULE in statuses else UNKNOWN_STATUS if UNKNOWN_STATUS in statuses else PLAIN)
+        self._status_memo[key] = status
+        return status
+
+    def class_facts(self, path: str) -> Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[Tuple[str, tuple], ...]]:
+        """What the project's bases say of a file's classes, by qualified name: the module classes, the
+        plain ones, and for each class its bases in other files (reached through any file), each as
+        (path, qualified name, size, mtime_ns) so that a change to a base file changes the context."""
+        key = _path_key(path)
+        if key not in self.paths:
+            return (), (), ()
+        modules, plain, inherited = [], [], []
+        for name in self.summary(key)["classes"]:
+            status = self.module_status((key, name))
+            if status == MODULE:
+                modules.append(name)
+            elif status == PLAIN:
+                plain.append(name)
+            elsewhere = [(self.paths[file], base, *self._entries[file][:2])
+                         for file, base in self._bases_of((key, name)) if file != key]
+            if elsewhere:
+                inherited.append((name, tuple(elsewhere)))
+        return tuple(sorted(modules)), tuple(sorted(plain)), tuple(sorted(inherited))
+
+    def _bases_of(self, start: ClassKey) -> List[ClassKey]:
+        """The project classes a class derives from, nearest first, through any file."""
+        found: List[ClassKey] = []
+        queue = [start]
+        while queue and len(found) < _MAX_DEPTH * 4:
+            file, name = queue.pop(0)
+            info = self.summary(file)["classes"].get(name)
+            for base in (info or {}).get("bases", ()):
+                if base is None:
+                    continue
+                kind, target = self.resolve(file, base)
+                if kind == "class" and target != start and target not in found:
+                    found.append(target)
+                    queue.append(target)
+        return found
 
     # -- the whole index ------------------------------------------------------------------------------
     def build(self, jobs: int = 1, pool=None) -> ProjectIndex:
@@ -669,6 +754,7 @@ class IndexBuilder:
                     index.direct.setdefault(target, []).append(site)
                     self._reach(target, site, index)
         index.files_parsed = self.files_parsed
+        index._builder = self
         return index
 
     def _reach(self, start: ClassKey, site: WrapSite, index: ProjectIndex) -> None:
@@ -709,14 +795,14 @@ def build_index(paths: Iterable[str], sources: Optional[Mapping[str, bytes]] = N
     return index
 
 
-# Files that mark a project's root, as flake8's plugin looks for it from a linted file upward.
-PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", ".git")
+# Files that mark a project's root, as the CLI and flake8's plugin look for it from a linted file upward.
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 # One index per project root (and exclusions) and process: flake8 calls the plugin once per file.
 _PROJECT_INDEXES: Dict[Tuple[str, Tuple[str, ...]], ProjectIndex] = {}
 
 
 def project_root(path: str) -> Optional[Path]:
-    """The nearest folder upward from `path` holding pyproject.toml, setup.cfg or .git."""
+    """The nearest folder upward from `path` holding pyproject.toml, setup.cfg, setup.py or .git."""
     folder = Path(os.path.abspath(path)).parent
     for candidate in (folder, *folder.parents):
         if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
@@ -736,5 +822,8 @@ def context_in_project(path: str, scope: str, cache_dir: Optional[Path], exclude
 
         walk = discover([key], exclude=DEFAULT_EXCLUDES + tuple(exclude), respect_gitignore=True)
         files = [found for found, problem in walk if problem is None]
-        _PROJECT_INDEXES[key, tuple(exclude)] = build_index(files, cache_file=index_cache_file(cache_dir, key))
+        index = _PROJECT_INDEXES[key, tuple(exclude)] = build_index(files, cache_file=index_cache_file(cache_dir, key))
+        import atexit
+
+        atexit.register(index.save)  # what the files' contexts summarised since, once flake8 is done
     return _PROJECT_INDEXES[key, tuple(exclude)].context_for(path, scope)

@@ -66,6 +66,8 @@ def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
         seeds = (set(RNN_NAMES) - _own_rnn_named_definitions(tree, nodes)) | {f".{name}" for name in RNN_NAMES} | {_GETATTR}
         if not _meets(used, seeds):
             seeds = set()
+    if codes & _RNN_CODES and _inherits_from_elsewhere(tree, nodes):
+        return True  # its RNN may be built by a base in another file (the project index knows)
     if not (want_pad or want_pack or seeds):
         return False
     calls = [node for node in nodes if isinstance(node, ast.Call)]
@@ -78,6 +80,29 @@ def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
     if seeds:
         rnn_names = _grown(seeds, mentions)
         return any(isinstance(node, ast.ClassDef) and _class_may_hold_rnn(node, rnn_names, torch_nn) for node in nodes)
+    return False
+
+
+def _inherits_from_elsewhere(tree: ast.Module, nodes: List[ast.AST]) -> bool:
+    """Whether a class with its own forward derives from a class imported from outside torch (a base in
+    another file of the project, or of another package), which may build the RNN forward runs."""
+    imported = {}
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                imported[alias.asname or alias.name] = node.level > 0 or not (node.module or "").startswith("torch")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                imported[(alias.asname or alias.name).split(".")[0]] = not alias.name.startswith("torch")
+    for node in nodes:
+        if isinstance(node, ast.ClassDef) and any(isinstance(item, _FUNCTIONS) and item.name == "forward"
+                                                  for item in node.body):
+            for base in node.bases:
+                root = base.value if isinstance(base, ast.Subscript) else base
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                if isinstance(root, ast.Name) and imported.get(root.id):
+                    return True
     return False
 
 

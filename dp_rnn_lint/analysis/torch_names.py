@@ -28,6 +28,15 @@ THIRD_PARTY_MODULE_BASES = frozenset({
     "torch.jit.ScriptModule",
 })
 
+# Bases that never make a class an nn.Module, as a file's names qualify them (builtins are unqualified).
+PLAIN_BASES = frozenset({
+    "object", "Exception", "BaseException", "ValueError", "RuntimeError", "dict", "list", "tuple", "set", "str",
+    "int", "float", "type", "abc.ABC", "abc.ABCMeta", "typing.Generic", "typing.Protocol", "typing.NamedTuple",
+    "typing.TypedDict", "typing_extensions.Protocol", "typing_extensions.TypedDict", "enum.Enum", "enum.IntEnum",
+    "collections.OrderedDict", "collections.namedtuple", "argparse.Namespace", "argparse.ArgumentParser",
+    "threading.Thread", "json.JSONEncoder", "unittest.TestCase",
+})
+
 PAD_PACKED_SEQUENCE = "torch.nn.utils.rnn.pad_packed_sequence"
 PACK_PADDED_SEQUENCE = "torch.nn.utils.rnn.pack_padded_sequence"
 

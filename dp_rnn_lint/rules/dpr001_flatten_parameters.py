@@ -73,6 +73,7 @@ from ..analysis import FileAnalysis
 from ..analysis.dataflow import fresh_name, names_used
 from ..analysis.forward_path import EVERY_RNN, Flatten, Invocation, WeightReplacement, flatten_call_sites
 from ..analysis.modules import RnnSubmodule, self_name
+from ..analysis.names import IMPORT
 from ..findings import Fix, InsertAtBodyStart, InsertBeforeStatement, Violation
 from .base import Example, Rule
 
@@ -175,15 +176,16 @@ class FlattenParameters(Rule):
         replacement = events[replaced[-1]] if replaced else None
         me = self_name(invocation.method) or "self"
         target = f"{me}.{attr}"
+        kind = f"{rnn.kind} in some configurations, another module in others" if rnn.guarded else rnn.kind
         message = (
-            f"{target} ({rnn.kind}{', a ModuleList' if rnn.is_list else ''}) runs in the forward pass without "
+            f"{target} ({kind}{', a ModuleList' if rnn.is_list else ''}) runs in the forward pass without "
             f"{'flatten_parameters() on each member' if rnn.is_list else target + '.flatten_parameters()'} before it: "
             "under DataParallel every replica's RNN weights are non-contiguous and get copied on every call"
         )
         message += self._context(analysis, cls, events, first, attr, bool(replaced)) + analysis.scope_note(cls)
         fix = None
         if _same_rnn_in_every_class_sharing(analysis, invocation.method, attr, rnn):
-            fix = self._fix(invocation, attr, rnn, me, replacement)
+            fix = self._fix(invocation, attr, rnn, me, replacement, _rnn_base_spelling(analysis))
         return Violation(self.code, message, invocation.call, fix)
 
     @staticmethod
@@ -200,10 +202,14 @@ class FlattenParameters(Rule):
         return ""
 
     @staticmethod
-    def _fix(invocation: Invocation, attr: str, rnn: RnnSubmodule, me: str, replacement) -> Optional[Fix]:
+    def _fix(invocation: Invocation, attr: str, rnn: RnnSubmodule, me: str, replacement,
+             rnn_base: str) -> Optional[Fix]:
         if rnn.is_list:
             loop_name = fresh_name("rnn", names_used(invocation.method))
             lines = ((0, f"for {loop_name} in {me}.{attr}:"), (1, f"{loop_name}.flatten_parameters()"))
+        elif rnn.guarded:
+            # Only the configurations that build a torch RNN have flatten_parameters() to call.
+            lines = ((0, f"if isinstance({me}.{attr}, {rnn_base}):"), (1, f"{me}.{attr}.flatten_parameters()"))
         elif rnn.optional:
             # `self.rnn = nn.LSTM(...) if use_rnn else None`: flatten only when there is one.
             lines = ((0, f"if {me}.{attr} is not None:"), (1, f"{me}.{attr}.flatten_parameters()"))
@@ -229,9 +235,24 @@ def _same_rnn_in_every_class_sharing(analysis: FileAnalysis, method, attr: str, 
         if attr not in analysis.model.assigned_attributes(cls):
             continue  # a class that never sets it cannot run the method (an abstract base)
         other = analysis.model.rnn_submodules(cls).get(attr)
-        if other is None or other.is_list != rnn.is_list or (other.optional and not rnn.optional):
+        if (other is None or other.is_list != rnn.is_list or (other.optional and not rnn.optional)
+                or (other.guarded and not rnn.guarded)):
             return False
     return True
+
+
+def _rnn_base_spelling(analysis: FileAnalysis) -> str:
+    """How the file names torch.nn.RNNBase through its own imports (`nn.RNNBase`, `torch.nn.RNNBase`)."""
+    scope = analysis.resolver.module_scope
+    spellings = {}
+    for name, bindings in scope.bindings.items():
+        if len(bindings) == 1 and bindings[0].kind == IMPORT:
+            spellings.setdefault(bindings[0].qualified_name, name)
+    if "torch.nn" in spellings:
+        return f"{spellings['torch.nn']}.RNNBase"
+    if "torch" in spellings:
+        return f"{spellings['torch']}.nn.RNNBase"
+    return "__import__('torch').nn.RNNBase"
 
 
 def _starts_with_docstring_and_more(method) -> bool:
