@@ -171,11 +171,133 @@ def test_a_parameter_used_as_a_tensor_makes_the_fix_safe():
 
 
 def test_an_expression_is_parenthesised_before_cpu():
-    source = encoder(lengths="lengths - offset", params="lengths, offset")
-    # An arithmetic expression is not followed (what it computes is not a parameter as it is).
-    assert findings(source, code="DPR003") == []
+    source = encoder(lengths="lengths - 1", params="lengths")
+    assert "pack_padded_sequence(x, (lengths - 1).cpu()," in fixed(source, code="DPR003")
     source = encoder(lengths="(lengths)", params="lengths")
     assert "pack_padded_sequence(x, (lengths).cpu()," in fixed(source, code="DPR003")
+
+
+# Lengths computed from a tensor parameter by comparison, reduction, arithmetic or a torch function stay on
+# that tensor's device. The last item is the lengths argument as the fix writes it.
+@pytest.mark.parametrize("lengths, body, params, fixed_lengths", [
+    ("lengths", "lengths = (tokens != 0).sum(1)", "tokens", "lengths.cpu()"),
+    ("lengths", "lengths = (tokens != self.pad_index).sum(-1)", "tokens", "lengths.cpu()"),
+    ("(tokens != pad_index).sum(1)", "pass", "tokens, pad_index=0", "(tokens != pad_index).sum(1).cpu()"),
+    ("mask.sum(dim=1)", "pass", "mask", "mask.sum(dim=1).cpu()"),
+    ("(x != 0).long().sum(1)", "pass", "lengths", "(x != 0).long().sum(1).cpu()"),
+    ("torch.sum(tokens != 0, dim=1)", "pass", "tokens", "torch.sum(tokens != 0, dim=1).cpu()"),
+    ("lengths - 1", "pass", "lengths", "(lengths - 1).cpu()"),
+    ("(lengths + 1) // 2", "pass", "lengths", "((lengths + 1) // 2).cpu()"),
+    ("lengths * 2", "pass", "lengths", "(lengths * 2).cpu()"),
+    ("2 * lengths", "pass", "lengths", "(2 * lengths).cpu()"),
+    ("lengths // self.stride", "pass", "lengths", "(lengths // self.stride).cpu()"),
+    ("half", "half = lengths // 2", "lengths", "half.cpu()"),
+    ("lengths", "lengths = mask.sum(1) - 2", "mask", "lengths.cpu()"),
+    ("lengths", "lengths = lengths - 1", "lengths", "lengths.cpu()"),
+    ("mask.sum(1) - mask[:, 0]", "pass", "mask", "(mask.sum(1) - mask[:, 0]).cpu()"),
+    ("torch.div(lengths, 2, rounding_mode='floor')", "pass", "lengths",
+     "torch.div(lengths, 2, rounding_mode='floor').cpu()"),
+    ("torch.floor_divide(lengths, 2)", "pass", "lengths", "torch.floor_divide(lengths, 2).cpu()"),
+    ("torch.clamp(lengths, min=1)", "pass", "lengths", "torch.clamp(lengths, min=1).cpu()"),
+    ("torch.clamp(input=lengths - 2, min=1)", "pass", "lengths", "torch.clamp(input=lengths - 2, min=1).cpu()"),
+    ("sorted_lengths", "sorted_lengths, order = torch.sort(lengths, descending=True)", "lengths",
+     "sorted_lengths.cpu()"),
+    ("(lengths - 1).int()", "pass", "lengths", "(lengths - 1).int().cpu()"),
+    ("(lengths // 2).long()", "pass", "lengths", "(lengths // 2).long().cpu()"),
+    ("(lengths - 1).to(torch.int64)", "pass", "lengths", "(lengths - 1).to(torch.int64).cpu()"),
+    ("(lengths - 1).to(device)", "pass", "lengths, device", "(lengths - 1).to(device).cpu()"),
+    ("(lengths * 2).view(-1)", "pass", "lengths", "(lengths * 2).view(-1).cpu()"),
+    ("(lengths + 1).squeeze()", "pass", "lengths", "(lengths + 1).squeeze().cpu()"),
+    ("lengths.type(torch.cuda.LongTensor)", "pass", "lengths", "lengths.type(torch.cuda.LongTensor).cpu()"),
+], ids=["compare-sum", "compare-attribute-sum", "compare-number-parameter", "sum-dim", "compare-long-sum",
+        "torch-sum", "minus", "plus-floordiv", "times", "times-reversed", "floordiv-attribute", "local",
+        "local-of-sum", "rebound", "same-parameter-twice", "torch-div", "torch-floor-divide", "torch-clamp",
+        "torch-clamp-input-keyword", "torch-sort", "int", "long", "to-dtype", "to-device", "view", "squeeze",
+        "type-cuda"])
+def test_lengths_derived_from_a_tensor_parameter_are_flagged(lengths, body, params, fixed_lengths):
+    source = encoder(lengths, body, params)
+    assert findings(source, code="DPR003") == [(10, "DPR003")]
+    assert f"pack_padded_sequence(x, {fixed_lengths}, batch_first=True" in fixed(source, code="DPR003")
+
+
+@pytest.mark.parametrize("lengths, body, params", [
+    ("lengths.cpu() - 1", "pass", "lengths"),
+    ("(lengths.cpu() + 1) // 2", "pass", "lengths"),
+    ("half.cpu()", "half = lengths // 2", "lengths"),
+    ("(lengths - 1).cpu()", "pass", "lengths"),
+    ("(lengths - 1).tolist()", "pass", "lengths"),
+    ("(lengths // 2).to('cpu')", "pass", "lengths"),
+    ("(tokens != 0).sum(1).numpy()", "pass", "tokens"),
+    ("lengths", "lengths = (tokens != 0).sum(1).cpu()", "tokens"),
+    ("lengths", "lengths = lengths.cpu() - 1", "lengths"),
+    ("torch.div(lengths.cpu(), 2, rounding_mode='floor')", "pass", "lengths"),
+    ("torch.clamp(lengths.cpu() - 2, min=1)", "pass", "lengths"),
+    ("torch.tensor(counts) - 1", "counts = [x.size(1)] * x.size(0)", "lengths"),
+    ("torch.tensor([len(s) for s in sentences]) // 2", "pass", "sentences"),
+    ("[n - 1 for n in lengths.tolist()]", "pass", "lengths"),
+    ("[x.size(1) - 1] * x.size(0)", "pass", "lengths"),
+    ("x.size(1) - 1", "pass", "lengths"),
+    ("lengths - offset", "pass", "lengths, offset"),
+    ("lengths.type(torch.LongTensor) - 1", "pass", "lengths"),
+    ("div(lengths, 2)", "from operator import floordiv as div", "lengths"),
+    ("torch.max(lengths, 1)", "pass", "lengths"),
+], ids=["cpu-minus", "cpu-plus-floordiv", "local-moved", "moved-after", "tolist", "to-cpu", "numpy",
+        "sum-moved", "rebound-on-cpu", "torch-div-of-cpu", "torch-clamp-of-cpu", "tensor-from-list", "tensor-from-lens",
+        "list-comprehension", "list-of-sizes", "size-arithmetic", "two-parameters", "type-cpu",
+        "not-a-torch-function", "torch-function-not-known-to-keep-the-device"])
+def test_derived_lengths_on_the_cpu_are_left_alone(lengths, body, params):
+    assert findings(encoder(lengths, body, params), code="DPR003") == []
+
+
+@pytest.mark.parametrize("imports, call", [
+    ("import torch as th", "th.div(lengths, 2, rounding_mode='floor')"),
+    ("from torch import clamp", "clamp(lengths, min=1)"),
+], ids=["module-alias", "imported-function"])
+def test_torch_functions_are_recognised_under_any_import_spelling(imports, call):
+    source = textwrap.dedent(f"""\
+        import torch.nn as nn
+        {imports}
+        from torch.nn.utils.rnn import pack_padded_sequence
+
+        class Encoder(nn.Module):
+            def forward(self, x, lengths):
+                return self.rnn(pack_padded_sequence(x, {call}, batch_first=True))[0]
+    """)
+    assert findings(source, code="DPR003") == [(7, "DPR003")]
+    assert f"pack_padded_sequence(x, {call}.cpu(), batch_first=True)" in fixed(source, code="DPR003")
+
+
+def test_a_shadowed_torch_is_not_taken_for_torch():
+    source = encoder("torch.div(lengths, 2)", "torch = make_backend()", "lengths")
+    assert findings(source, code="DPR003") == []
+
+
+@pytest.mark.parametrize("lengths, body, params, safe", [
+    ("lengths - 1", "pass", "lengths", False),  # arithmetic alone: lengths may be a numpy array
+    ("mask.sum(1) - 1", "pass", "mask", True),
+    ("torch.div(lengths, 2)", "pass", "lengths", True),  # torch.div takes tensors only
+    ("(tokens != 0).sum(1)", "pass", "tokens", True),
+], ids=["arithmetic", "tensor-method", "torch-function", "comparison-sum"])
+def test_derived_lengths_fix_is_safe_when_a_tensor_operation_shows_the_parameter_is_one(lengths, body, params, safe):
+    result = lint_source(encoder(lengths, body, params).encode(), "model.py", Selection(select=("DPR003",)))
+    [finding] = result.findings
+    assert finding.fix.safe is safe
+
+
+def test_derived_lengths_through_a_helper_method_are_flagged():
+    source = textwrap.dedent("""\
+        import torch.nn as nn
+        from torch.nn.utils.rnn import pack_padded_sequence
+
+        class Encoder(nn.Module):
+            def forward(self, frames, frame_lengths):
+                return self._encode(frames, (frame_lengths + 1) // 2)
+
+            def _encode(self, frames, lengths):
+                return self.rnn(pack_padded_sequence(frames, lengths - 1, batch_first=True))[0]
+    """)
+    assert findings(source, code="DPR003") == [(9, "DPR003")]
+    assert "pack_padded_sequence(frames, (lengths - 1).cpu(), batch_first=True)" in fixed(source, code="DPR003")
 
 
 LIST_SOURCE = encoder(params="lengths: List[int]") + "\n\nmodel = nn.DataParallel(Encoder())\n"

@@ -3,8 +3,10 @@
 ## What it does
 Flags calls of `torch.nn.utils.rnn.pack_padded_sequence` (under any import spelling) in `forward`, or
 in a method `forward` reaches, whose `lengths` come from a tensor parameter of `forward` (directly,
-through helper methods' parameters, or through tensor methods such as `mask.sum(1)` or
-`lengths.long()`) without a conversion to the CPU (`.cpu()`, `.to("cpu")`, `.tolist()`...).
+through helper methods' parameters, through tensor methods such as `mask.sum(1)` or
+`lengths.long()`, or through comparisons, arithmetic and torch functions that keep the device:
+`(tokens != pad).sum(1)`, `(lengths + 1) // 2`, `torch.div(lengths, 2)`) without a conversion to the
+CPU (`.cpu()`, `.to("cpu")`, `.tolist()`...).
 
 With `--scope wrapped`, it also flags lengths that are a list parameter of the forward of a class
 DataParallel runs.
@@ -87,6 +89,17 @@ _LEAVES_THE_DEVICE = frozenset({"cpu", "tolist", "numpy", "item", "size", "dim",
 _LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "index", "count", "sort", "reverse",
                            "copy", "clear"})
 _LIST_ANNOTATIONS = ("List", "list", "Sequence", "Tuple", "tuple", "Iterable")
+# torch functions whose result stays on the device of their first argument (`torch.div(lengths, 2)`).
+_TORCH_FUNCTIONS_KEEPING_THE_DEVICE = frozenset({
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder",
+    "fmod", "clamp", "clip", "clamp_min", "clamp_max", "ceil", "floor", "round", "trunc", "abs", "neg",
+    "sum", "count_nonzero", "cumsum", "ne", "not_equal", "eq", "gt", "ge", "lt", "le", "sort", "squeeze",
+    "flatten", "reshape",
+})
+# Operators whose result is on the device of their tensor operand: `lengths - 1`, `(tokens != pad)`.
+_ARITHMETIC_OPERATORS = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo)
+_COMPARISON_OPERATORS = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan,
+                         cst.GreaterThanEqual)
 
 _MESSAGE = (
     "pack_padded_sequence() gets lengths from the forward parameter `{param}` without moving them to the CPU: "
@@ -125,6 +138,12 @@ class PackLengthsOnGpu(Rule):
         "    def forward(self, x, mask):\n"
         "        lengths = mask.sum(1).to('cpu')\n"
         "        return pack_padded_sequence(x, lengths, batch_first=True)\n",
+        # Arithmetic on lengths already on the CPU stays there.
+        "import torch.nn as nn\n"
+        "from torch.nn.utils.rnn import pack_padded_sequence\n"
+        "class Encoder(nn.Module):\n"
+        "    def forward(self, x, lengths):\n"
+        "        return pack_padded_sequence(x, (lengths.cpu() + 1) // 2, batch_first=True)\n",
         # Not in a forward pass: a collate function runs in the data loader, never on a replica.
         "from torch.nn.utils.rnn import pack_padded_sequence\n"
         "def collate(padded, lengths):\n"
@@ -160,6 +179,21 @@ class PackLengthsOnGpu(Rule):
             "        return self.encode(x, mask.sum(-1))\n"
             "    def encode(self, x, lengths):\n"
             "        return pack_padded_sequence(x, lengths.cpu(), enforce_sorted=False)\n",
+        ),
+        # Counting, comparing and arithmetic keep the lengths on the device of the tensor they come from.
+        Example(
+            "import torch.nn as nn\n"
+            "from torch.nn.utils.rnn import pack_padded_sequence\n"
+            "class Encoder(nn.Module):\n"
+            "    def forward(self, tokens, frames):\n"
+            "        lengths = (tokens != 0).sum(1)\n"
+            "        return pack_padded_sequence(frames, (lengths + 1) // 2, batch_first=True)\n",
+            "import torch.nn as nn\n"
+            "from torch.nn.utils.rnn import pack_padded_sequence\n"
+            "class Encoder(nn.Module):\n"
+            "    def forward(self, tokens, frames):\n"
+            "        lengths = (tokens != 0).sum(1)\n"
+            "        return pack_padded_sequence(frames, ((lengths + 1) // 2).cpu(), batch_first=True)\n",
         ),
     )
 
@@ -223,6 +257,12 @@ def _trace(path: ForwardPath, method: cst.FunctionDef, expr: cst.BaseExpression,
         return None
     flow = _flow(method, flows)
     me = self_name(method)
+    if isinstance(expr, cst.Call):
+        first_argument = _torch_function_argument(path, method, expr)
+        if first_argument is not None:
+            # torch.div(list, 2) raises: the argument is a tensor.
+            return _trace(path, method, first_argument, flows, depth + 1, flow.seq_of.get(expr, before),
+                          tensor_methods=True)
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
         if _leaves_the_device(expr):
             return None
@@ -232,6 +272,12 @@ def _trace(path: ForwardPath, method: cst.FunctionDef, expr: cst.BaseExpression,
         return _trace(path, method, receiver, flows, depth + 1, flow.seq_of.get(expr, before), tensor_methods=True)
     if isinstance(expr, cst.Subscript):
         return _trace(path, method, expr.value, flows, depth + 1, before, tensor_methods)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ARITHMETIC_OPERATORS):
+        return _trace_operands(path, method, expr.left, expr.right, flows, depth, before, tensor_methods)
+    if (isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1
+            and isinstance(expr.comparisons[0].operator, _COMPARISON_OPERATORS)):
+        return _trace_operands(path, method, expr.left, expr.comparisons[0].comparator, flows, depth, before,
+                               tensor_methods)
     if not isinstance(expr, cst.Name) or expr.value == me:
         return None
     seq = flow.seq_of.get(expr, before)
@@ -243,6 +289,46 @@ def _trace(path: ForwardPath, method: cst.FunctionDef, expr: cst.BaseExpression,
             return None  # a loop target, `with ... as`, or unpacking something that is not a tensor method's result
         return _trace(path, method, site.value, flows, depth + 1, site.seq, tensor_methods)
     return _from_parameter(path, method, _parameter(method, expr.value), flows, depth, tensor_methods)
+
+
+def _trace_operands(path: ForwardPath, method: cst.FunctionDef, left: cst.BaseExpression,
+                    right: cst.BaseExpression, flows: Dict, depth: int, before: Optional[int],
+                    tensor_methods: bool) -> Optional[_Origin]:
+    """The origin of `left <op> right` when one side comes from a forward parameter and the other from
+    none (`lengths - 1`, `tokens != self.pad`), or both from the same one. Two different parameters
+    (`lengths - offset`) are left alone: nothing says which, if either, is the tensor."""
+    # Each side is traced on its own: what is applied to the result says nothing about the other operand.
+    left_origin = _tensor_operand(_trace(path, method, left, flows, depth + 1, before))
+    right_origin = _tensor_operand(_trace(path, method, right, flows, depth + 1, before))
+    if left_origin is not None and right_origin is not None and left_origin.param is not right_origin.param:
+        return None
+    found = [origin for origin in (left_origin, right_origin) if origin is not None]
+    if not found:
+        return None
+    return _Origin(found[0].param, tensor_methods or any(origin.tensor_methods for origin in found))
+
+
+def _tensor_operand(origin: Optional[_Origin]) -> Optional[_Origin]:
+    """None for a parameter with a number default (`pad_index=0`): a Python number, on no device."""
+    if origin is not None and not origin.tensor_methods and isinstance(origin.param.default, (cst.Integer, cst.Float)):
+        return None
+    return origin
+
+
+def _torch_function_argument(path: ForwardPath, method: cst.FunctionDef, call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The first argument of `torch.div(lengths, 2)` and the like, whose device the result keeps; None for
+    any other call."""
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if name not in _TORCH_FUNCTIONS_KEEPING_THE_DEVICE:
+        return None  # checked first: resolving names costs more than a set lookup
+    scope = path.model.resolver.scopes.get(method)
+    if scope is None or path.model.resolver.qualified_name(func, scope) != f"torch.{name}":
+        return None
+    argument = call_argument(call, 0, "input")
+    if argument is None or any(arg.star for arg in call.args):
+        return None
+    return argument
 
 
 def _trace_closure(path: ForwardPath, event: PackCall, lengths: cst.BaseExpression, flows: Dict) -> Optional[_Origin]:
@@ -279,7 +365,18 @@ def _leaves_the_device(call: cst.Call) -> bool:
         return True
     if method == "to":
         return any(_names_the_cpu(arg.value) for arg in call.args if arg.keyword is None or arg.keyword.value == "device")
+    if method == "type":
+        # `.type(torch.LongTensor)` names a CPU tensor type: the copy is on the CPU.
+        return any(_names_a_cpu_tensor_type(arg.value) for arg in call.args)
     return False
+
+
+def _names_a_cpu_tensor_type(node: cst.BaseExpression) -> bool:
+    """torch.LongTensor, "torch.IntTensor"; not torch.cuda.LongTensor nor a dtype."""
+    text = string_value(node)
+    if text is None and isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+        text = f"{node.value.value}.{node.attr.value}"
+    return text is not None and text.startswith("torch.") and text.endswith("Tensor") and text.count(".") == 1
 
 
 def _names_the_cpu(node: cst.BaseExpression) -> bool:
