@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .analysis.project import FileContext, build_index, mentions_wrap
-from .analysis.screen import may_have_findings, may_have_findings_text
+from .analysis.screen import RNN_CODES, inherits_from_elsewhere, may_have_findings, may_have_findings_text, may_inherit_text
 from .escaping import printable
 from .files import FileProblem, module_name_for, read_source, write_atomically
 from .findings import Finding, Violation
@@ -74,6 +74,12 @@ class Selection:
 def may_contain_candidates(source: Union[str, bytes]) -> bool:
     data = (source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source).lower()
     return any(word in data for word in _CANDIDATE_WORDS)
+
+
+def worth_a_look(source: bytes, selection: Selection) -> bool:
+    """Whether a file needs more than the word pre-filter: a candidate word, or (for the rules that
+    start from an RNN) a class with a forward whose base may build an RNN in another file."""
+    return may_contain_candidates(source) or (bool(set(selection.codes()) & RNN_CODES) and may_inherit_text(source))
 
 
 def decode(source: bytes) -> str:
@@ -318,6 +324,8 @@ class _FirstLook:
     python_error: Optional[str] = None  # Python's parse error, for libcst to confirm or overrule
     note: Optional[str] = None  # why the file was skipped
     tree: Optional[ast.Module] = None  # Python's tree, which places the findings
+    # Ruled out only if no class of the file inherits an RNN from a base in another file (the project says).
+    may_inherit: bool = False
 
 
 def own_context(source: Union[str, bytes], path: str) -> FileContext:
@@ -338,15 +346,20 @@ def screened_codes(codes: Sequence[str], context: FileContext) -> List[str]:
     return [code for code in codes if code != "DPR004" or context.direct]
 
 
-def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[ast.Module] = None) -> _FirstLook:
+def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[ast.Module] = None,
+                force: bool = False) -> _FirstLook:
     """The cheap stages before libcst: the word pre-filter, the size limit, readability, Python's parser
     (or the tree flake8 already has) and the ast screen. FileProblem for a file that is not text or
-    nests too deeply."""
+    nests too deeply. `force`: the project says the file's classes inherit RNNs, so only the checks of
+    readability, size and syntax apply."""
     # flake8 hands over text: encoded once here for the word and size checks.
     data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
-    if not may_contain_candidates(data):
+    # A class whose base lives in another file may run an RNN that base builds: only the project can
+    # tell, so such a file is kept for the project's verdict (`inherited`) when the screens rule it out.
+    inherited = not force and bool(set(codes) & RNN_CODES) and may_inherit_text(data)
+    if not force and not may_contain_candidates(data):
         check_readable(source)  # not worth parsing, but a binary or undecodable `.py` file gets an error line
-        return _FirstLook(False)
+        return _FirstLook(False, may_inherit=inherited)
     note = too_large(data)
     if note:
         return _FirstLook(False, note=note)
@@ -356,13 +369,13 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
         # Parsed even when the screen below needs no tree: a file that mentions an RNN and does not
         # parse deserves its error line. Where the text already rules the file out, only that verdict
         # is wanted, and Python's tree is built only when the cheaper parse objects.
-        if not may_have_findings_text(data, codes) and _parses(source):
+        if not force and not may_have_findings_text(data, codes) and not inherited and _parses(source):
             return _FirstLook(False)
         tree, python_error, too_deep = _python_verdict(source)
         if too_deep:
             raise FileProblem(python_error)
-    if tree is not None and not (may_have_findings_text(data, codes) and may_have_findings(tree, codes)):
-        return _FirstLook(False)
+    if not force and tree is not None and not (may_have_findings_text(data, codes) and may_have_findings(tree, codes)):
+        return _FirstLook(False, may_inherit=inherited and inherits_from_elsewhere(tree), tree=tree)
     return _FirstLook(True, python_error, tree=tree)
 
 
@@ -379,13 +392,19 @@ def check_source(source: Union[str, bytes], path: str = "", selection: Selection
     if isinstance(context, FileContext):
         codes = screened_codes(all_codes, context)
         look = _first_look(source, codes, tree) if codes else None
+        if look is not None and look.may_inherit and context.rnn_elsewhere:
+            look = _first_look(source, codes, look.tree or tree, force=True)
     else:
         # The cheap stages first, with every code: most files end there, and then no index is needed.
         look = _first_look(source, all_codes, tree)
-        if not look.needs_analysis:
+        if not look.needs_analysis and not (look.may_inherit and context is not None):
             return []
         context = own_context(source, path) if context is None else context()
         codes = screened_codes(all_codes, context)
+        if not look.needs_analysis:
+            if not (context.rnn_elsewhere and set(codes) & RNN_CODES):
+                return []
+            look = _first_look(source, codes, look.tree or tree, force=True)
     if not codes or look is None or not look.needs_analysis:
         return []
     rules = [rule for rule in selection.rules() if rule.code in codes]
@@ -448,8 +467,8 @@ def settled_without_analysis(source: bytes, path: str, selection: Selection = Se
     except FileProblem as problem:
         result.problem = str(problem)
         return result
-    if look.needs_analysis:
-        return None
+    if look.needs_analysis or look.may_inherit:
+        return None  # a file that may inherit an RNN waits for what the project says of its bases
     result.note = look.note
     return result
 
@@ -469,6 +488,8 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
         # With no code left for this file, still the cheap stages: a file that cannot be read or parsed
         # gets its error line whatever the scope.
         look = _first_look(source, codes or all_codes)
+        if codes and look.may_inherit and context.rnn_elsewhere:
+            look = _first_look(source, codes, look.tree, force=True)
     except FileProblem as problem:
         result.problem = str(problem)
         return result

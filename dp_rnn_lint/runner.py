@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Callable, Deque, Iterable, List, Optional
 
 from .analysis.project import FileContext, ProjectIndex
 from .cache import ResultCache
-from .engine import (FileResult, Selection, lint_path, may_contain_candidates, result_without_candidates,
-                     settled_without_analysis)
+from .engine import (FileResult, Selection, lint_path, result_without_candidates, settled_without_analysis,
+                     worth_a_look)
 from .files import FileProblem, read_source
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def lint_files(tasks: Iterable[Task], options: Options, jobs: int = 1, cache: Op
         except FileProblem as problem:
             results[position] = FileResult(task.path, problem=str(problem))
             continue
-        if not may_contain_candidates(source):
+        if not worth_a_look(source, task.selection):
             results[position] = _slim(result_without_candidates(source, task.path, task.selection))
             continue
         if task.context is None and index is None:

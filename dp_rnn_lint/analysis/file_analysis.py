@@ -27,7 +27,7 @@ class FileAnalysis:
         self.resolver = NameResolver(module, module_name, is_package)
         known = frozenset(name for name, _ in self.context.wrapped + self.context.direct) | set(self.context.modules)
         self.model = ModuleModel(module, self.resolver, known_modules=known, plain_classes=frozenset(self.context.plain),
-                                 inherited=self._inherited)
+                                 inherited=self._inherited, imported=self._imported, injected=self.context.handed_in)
         self._paths: Dict[int, ForwardPath] = {}
 
     def _inherited(self, class_qualname: str) -> List[Tuple[ModuleModel, ModuleClass]]:
@@ -39,6 +39,16 @@ class FileAnalysis:
             if base is not None:
                 found.append((model, base))
         return found
+
+    def _imported(self, local: str) -> Optional[Tuple[ModuleModel, cst.CSTNode]]:
+        """A class or function this file imports from another file of the project, with that file's model."""
+        found = self.context.imported_name(local)
+        if found is None:
+            return None
+        _, path, qualname, size, mtime = found
+        model = _base_file_model(path, size, mtime)
+        node = model.definition(qualname) if model is not None else None
+        return (model, node) if node is not None else None
 
     @property
     def checked_classes(self) -> List[ModuleClass]:

@@ -8,7 +8,7 @@ from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from .names import ASSIGN, DEF, PARAM, NameResolver, Scope
+from .names import ASSIGN, DEF, IMPORT, PARAM, NameResolver, Scope
 from .torch_names import (MODULE_LIST, MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, TORCH_NN, canonical, is_module_base,
                           rnn_kind)
 from .traversal import children
@@ -41,6 +41,7 @@ class _RnnValue:
     empty_list: bool = False  # nn.ModuleList() still to be filled by append
     optional: bool = False  # one branch of a conditional is None
     is_none: bool = False  # the literal None
+    guarded: bool = False  # handed in by callers, which may hand other modules too
 
 
 @dataclass
@@ -148,14 +149,21 @@ class ModuleModel:
     def __init__(self, module: cst.Module, resolver: NameResolver, known_modules: FrozenSet[str] = frozenset(),
                  plain_classes: FrozenSet[str] = frozenset(),
                  inherited: Optional[Callable[[str], List[Tuple["ModuleModel", ModuleClass]]]] = None,
-                 every_class: bool = False) -> None:
+                 every_class: bool = False,
+                 imported: Optional[Callable[[str], Optional[Tuple["ModuleModel", cst.CSTNode]]]] = None,
+                 injected: Optional[Callable[[str], Dict[str, Tuple[str, str]]]] = None) -> None:
         self.module = module
         self.resolver = resolver
         # The classes a class derives from in other files, with their files' models (the project index
         # says which); `every_class`: a model of a base file, whose classes are read whatever their bases.
         self._inherited = inherited or (lambda qualname: [])
+        # A name this file imports from another file of the project: that file's model and the definition.
+        self._imported = imported or (lambda local: None)
+        # What callers elsewhere hand a class's __init__: {parameter or position: ("class" or "instance", kind)}.
+        self._injected = injected or (lambda qualname: {})
         self._every_class = every_class
-        self._self_classes: Optional[Tuple[str, Dict[str, str]]] = None
+        self._self_classes: Optional[Tuple[str, Dict[str, str], Dict[str, str]]] = None
+        self._collecting: Optional[ModuleClass] = None  # the class whose attributes are being collected
         # Classes the project index knows are nn.Modules through bases in other files, and those it knows
         # are not (every base leads to plain classes).
         self.known_modules = known_modules
@@ -163,7 +171,7 @@ class ModuleModel:
         self._class_scopes = {node: scope for node, scope in resolver.scopes.items() if isinstance(node, cst.ClassDef)}
         self._is_module_memo: Dict[cst.ClassDef, bool] = {}
         self._rnn_class_memo: Dict[cst.ClassDef, Optional[str]] = {}
-        self._factory_memo: Dict[cst.FunctionDef, Optional[str]] = {}
+        self._factory_memo: Dict[Tuple[cst.FunctionDef, int], Optional[List[Optional[str]]]] = {}
         self.classes: List[ModuleClass] = []
         by_node: Dict[cst.ClassDef, ModuleClass] = {}
         undecided: List[ModuleClass] = []
@@ -213,6 +221,13 @@ class ModuleModel:
     def _inherited_of(self, cls: ModuleClass) -> List[Tuple["ModuleModel", ModuleClass]]:
         return self._inherited(self.qualname(cls.node))
 
+    def definition(self, qualname: str) -> Optional[cst.CSTNode]:
+        """A module-level function or class of this file, by name."""
+        for statement in self.module.body:
+            if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and statement.name.value == qualname:
+                return statement
+        return None
+
     def class_named(self, qualname: str) -> Optional[ModuleClass]:
         return next((cls for cls in self.classes if self.qualname(cls.node) == qualname), None)
 
@@ -251,10 +266,13 @@ class ModuleModel:
         return any(self._base_unknown(found, depth + 1) for found in same_file)
 
     def _flattens_itself(self, func: cst.BaseExpression, scope: Scope) -> bool:
-        """An RNN subclass of this file whose own forward calls self.flatten_parameters()."""
+        """An RNN subclass of this file whose own forward calls self.flatten_parameters(), or replaces its
+        weights before running (DPR001 reports that in the subclass itself, where the fix must go)."""
         if not isinstance(func, cst.Name):
             return False
         for binding in self.resolver.bindings(func.value, scope):
+            if binding.kind == DEF and isinstance(binding.node, cst.ClassDef) and self.weight_swap(binding.node):
+                return True
             if binding.kind == DEF and isinstance(binding.node, cst.ClassDef):
                 body = binding.node.body.body if isinstance(binding.node.body, cst.IndentedBlock) else ()
                 for statement in body:
@@ -286,6 +304,39 @@ class ModuleModel:
         self._rnn_class_memo[node] = kind
         return kind
 
+    def rnn_subclasses(self) -> List[cst.ClassDef]:
+        """The classes of this file that subclass torch's RNN, LSTM or GRU."""
+        return [node for node in self._class_scopes if self.rnn_subclass_kind(node)]
+
+    def weight_swap(self, node: cst.ClassDef) -> Optional[Tuple[cst.FunctionDef, cst.BaseStatement, cst.Call]]:
+        """For an RNN subclass whose forward sets its own weights (`self.weight_hh_l0 = ...`,
+        `setattr(self, name, ...)`, `self._flat_weights = ...`) and then runs `super().forward(...)` with no
+        `self.flatten_parameters()` in between: (forward, the statement running it, the call)."""
+        if not self.rnn_subclass_kind(node) or not isinstance(node.body, cst.IndentedBlock):
+            return None
+        forward = next((item for item in node.body.body
+                        if isinstance(item, cst.FunctionDef) and item.name.value == "forward"), None)
+        me = self_name(forward) if forward is not None else None
+        if me is None or not isinstance(forward.body, cst.IndentedBlock):
+            return None
+        scope = self.resolver.scopes[forward]
+        swapped = False
+        for statement in forward.body.body:
+            for inner in iter_nodes(statement, (cst.Assign, cst.Call), skip_nested_scopes=True):
+                if isinstance(inner, cst.Assign):
+                    swapped = swapped or any(_own_weight(t.target, me) for t in inner.targets)
+                    continue
+                func = inner.func
+                if isinstance(func, cst.Attribute) and func.attr.value == "flatten_parameters" and (
+                        isinstance(func.value, cst.Name) and func.value.value == me):
+                    swapped = False
+                elif (self.resolver.qualified_name(func, scope) == "builtins.setattr" and inner.args
+                      and isinstance(inner.args[0].value, cst.Name) and inner.args[0].value.value == me):
+                    swapped = True
+                elif swapped and _runs_inherited_forward(inner, me):
+                    return forward, statement, inner
+        return None
+
     # -- what an expression evaluates to ------------------------------------------------------------
     def rnn_class_kind(self, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> Optional[str]:
         """The RNN class an expression evaluates to ("nn.LSTM"), or None when it is not one."""
@@ -302,7 +353,7 @@ class ModuleModel:
             if isinstance(expr, cst.Name):
                 return self._name_kind(expr.value, scope, depth, self.rnn_class_kind)
             if self._self_classes is not None:
-                me, kinds = self._self_classes  # `self.rnn_cell(...)`, where a method set `self.rnn_cell = nn.LSTM`
+                me, kinds, _ = self._self_classes  # `self.rnn_cell(...)`, where a method set `self.rnn_cell = nn.LSTM`
                 attr = is_self_attribute(expr, me)
                 return kinds.get(attr) if attr else None
             return None
@@ -314,6 +365,10 @@ class ModuleModel:
                 for element in expr.value.elements
             ]
             return _join_kinds(kinds) if kinds else None
+        if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute) and self._self_classes is not None:
+            me, _, containers = self._self_classes  # `self.RNN_TYPES[key](...)`: a class-level table of RNN classes
+            attr = is_self_attribute(expr.value, me)
+            return containers.get(attr) if attr else None
         if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Name):
             owner = self.resolver.owner(expr.value.value, scope)
             found = owner.bindings[expr.value.value] if owner else ()
@@ -324,9 +379,12 @@ class ModuleModel:
         return None
 
     def _dict_values(self, node: Optional[cst.BaseExpression], scope: Scope) -> List[Optional[cst.BaseExpression]]:
-        """The values of `{"lstm": nn.LSTM, ...}` or `dict(lstm=nn.LSTM, ...)`; [] for anything else."""
+        """The values of `{"lstm": nn.LSTM, ...}`, `dict(lstm=nn.LSTM, ...)` or `(nn.LSTM, nn.GRU)`; [] for
+        anything else."""
         if isinstance(node, cst.Dict):
             return [e.value if isinstance(e, cst.DictElement) else None for e in node.elements]
+        if isinstance(node, (cst.Tuple, cst.List)):
+            return [None if isinstance(e, cst.StarredElement) else e.value for e in node.elements]
         if (
             isinstance(node, cst.Call)
             and self.resolver.qualified_name(node.func, scope) == "builtins.dict"
@@ -351,7 +409,7 @@ class ModuleModel:
             return _join_kinds([f"nn.{kind}" if kind else None for kind in kinds])
         # A name chosen at run time: only an RNN when it says so (`rnn_type`, `cell`, `args.lstm_kind`);
         # `getattr(nn, activation)` must not get a flatten_parameters() call.
-        if _RNN_WORDS.search(self.module.code_for_node(name)):
+        if _RNN_WORDS.search(self.module.code_for_node(name)) or _RNN_WORDS.search(_function_name(scope)):
             return "an RNN class chosen at run time"
         return None
 
@@ -380,6 +438,13 @@ class ModuleModel:
         for binding in owner.bindings[name]:
             if binding.kind == ASSIGN:
                 kinds.append(evaluate(binding.value, owner, depth + 1))
+            elif binding.kind == PARAM and evaluate == self.rnn_class_kind and self._handed_in(name, owner, "class"):
+                # `Encoder(rnn_class=nn.GRU)` somewhere in the project; the default, if any, counts too
+                kinds.append(self._handed_in(name, owner, "class"))
+                if binding.value is not None:
+                    default = evaluate(binding.value, owner.parent or owner, depth + 1)
+                    if default is not None:
+                        kinds.append(default)
             elif binding.kind == PARAM and binding.value is not None:
                 kinds.append(evaluate(binding.value, owner.parent or owner, depth + 1))
             elif binding.kind == DEF and isinstance(binding.node, cst.ClassDef) and evaluate == self.rnn_class_kind:
@@ -422,6 +487,10 @@ class ModuleModel:
                 return None
             values = []
             for binding in owner.bindings[expr.value]:
+                if binding.kind == PARAM and len(owner.bindings[expr.value]) == 1:
+                    # `Wrapper(nn.LSTM(...))` somewhere in the project: whatever else callers hand it, guarded
+                    kind = self._handed_in(expr.value, owner, "instance")
+                    return _RnnValue(kind, guarded=True) if kind else None
                 if binding.kind != ASSIGN:
                     return None
                 values.append(self.rnn_instance(binding.value, owner, depth + 1))
@@ -442,6 +511,8 @@ class ModuleModel:
             inner = self.resolver.scopes.get(items, scope)
             value = self.rnn_instance(items.elt, inner, depth + 1)
             kinds.append(value.kind if value and not value.is_list else None)
+        elif isinstance(items, cst.Attribute) and self._list_steps(items, scope) is not None:
+            kinds.extend(self._list_steps(items, scope))
         elif isinstance(items, cst.Name):
             # layers = [] ... layers.append(nn.LSTM(...)) ... nn.ModuleList(layers)
             owner = self.resolver.owner(items.value, scope)
@@ -475,6 +546,29 @@ class ModuleModel:
             return None
         return _RnnValue(_join_kinds(kinds), is_list=True)
 
+    def _list_steps(self, items: cst.Attribute, scope: Scope) -> Optional[List[Optional[str]]]:
+        """`self.rnns = [nn.LSTM(...) for ...]` (or `[]` and appends) then `nn.ModuleList(self.rnns)`, in one
+        method: the kinds of what the plain list got."""
+        function = scope.node if scope.kind == "function" else None
+        me = self_name(function) if isinstance(function, cst.FunctionDef) else None
+        attr = is_self_attribute(items, me) if me else None
+        if attr is None:
+            return None
+        kinds: List[Optional[str]] = []
+        for node in iter_nodes(function.body, (cst.Assign, cst.Call)):
+            if isinstance(node, cst.Assign) and isinstance(node.value, _LIST_LITERALS):
+                if not any(is_self_attribute(t.target, me) == attr for t in node.targets):
+                    continue
+                if isinstance(node.value, (cst.List, cst.Tuple)):
+                    values = [self.rnn_instance(e.value, scope) for e in node.value.elements]
+                else:
+                    values = [self.rnn_instance(node.value.elt, self.resolver.scopes.get(node.value, scope))]
+                kinds.extend(v.kind if v and not v.is_list else None for v in values)
+            elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.args
+                  and node.func.attr.value in _LIST_GROWERS and is_self_attribute(node.func.value, me) == attr):
+                kinds.append(self._grown_kind(node.func.attr.value, node, scope, 0))
+        return kinds if kinds else None
+
     def _grown_kind(self, method: str, call: cst.Call, scope: Scope, depth: int) -> Optional[str]:
         """The kind of what `.append(x)`, `.insert(i, x)` or `.extend([...])` adds to a list."""
         arg = call.args[-1].value if method == "insert" else call.args[0].value
@@ -491,26 +585,78 @@ class ModuleModel:
         value = self.rnn_instance(arg, scope, depth + 1)
         return value.kind if value and not value.is_list else None
 
-    def _factory_kind(self, func: cst.BaseExpression, scope: Scope) -> Optional[str]:
-        """A function of this file that builds and returns a new RNN (fairseq's `def LSTM(...)`)."""
+    def _factory(self, func: cst.BaseExpression, scope: Scope) -> Optional[Tuple["ModuleModel", cst.FunctionDef]]:
+        """The function a call runs, with the model of its file, when it is a function of this file or one
+        imported from another file of the project."""
         if not isinstance(func, cst.Name):
             return None
         found = self.resolver.bindings(func.value, scope)
-        if len(found) != 1 or found[0].kind != DEF or not isinstance(found[0].node, cst.FunctionDef):
+        if len(found) != 1:
             return None
-        node = found[0].node
-        if node in self._factory_memo:
-            return self._factory_memo[node]
-        self._factory_memo[node] = None
+        if found[0].kind == DEF and isinstance(found[0].node, cst.FunctionDef):
+            return self, found[0].node
+        if found[0].kind == IMPORT:
+            target = self._imported(func.value)
+            if target is not None and isinstance(target[1], cst.FunctionDef):
+                return target  # type: ignore[return-value]
+        return None
+
+    def _factory_kind(self, func: cst.BaseExpression, scope: Scope) -> Optional[str]:
+        """A function that builds and returns a new RNN (fairseq's `def LSTM(...)`, `make_rnn(...)`)."""
+        target = self._factory(func, scope)
+        if target is None:
+            return None
+        model, node = target
+        kinds = model.returned_kinds(node)
+        return kinds[0] if kinds and len(kinds) == 1 else None
+
+    def factory_member_kinds(self, call: cst.Call, scope: Scope, count: int) -> List[Optional[str]]:
+        """`rnn, proj = make_layers(...)`: the RNN kind of each member of the tuple the function returns."""
+        target = self._factory(call.func, scope)
+        if target is None:
+            return [None] * count
+        kinds = target[0].returned_kinds(target[1], count)
+        return kinds if kinds is not None else [None] * count
+
+    def returned_kinds(self, node: cst.FunctionDef, count: int = 1) -> Optional[List[Optional[str]]]:
+        """What a function returns, position by position (`count` members of a tuple, or 1 for a single
+        value): each an RNN kind or None. None when its returns disagree in shape."""
+        key = (node, count)
+        if key in self._factory_memo:
+            return self._factory_memo[key]
+        self._factory_memo[key] = None
         function_scope = self.resolver.scopes[node]
-        returns = list(iter_nodes(node.body, (cst.Return,), skip_nested_scopes=True))
-        kinds = []
-        for statement in returns:
-            value = self.rnn_instance(statement.value, function_scope) if statement.value is not None else None
-            kinds.append(value.kind if value and not value.is_list else None)
-        kind = _join_kinds(kinds) if kinds else None
-        self._factory_memo[node] = kind
-        return kind
+        returns = [r.value for r in iter_nodes(node.body, (cst.Return,), skip_nested_scopes=True) if r.value is not None]
+        per_position: List[List[Optional[str]]] = [[] for _ in range(count)]
+        for value in returns:
+            members = [value] if count == 1 else (
+                [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [])
+            if len(members) != count:
+                return None
+            for position, member in enumerate(members):
+                found = self.rnn_instance(member, function_scope)
+                per_position[position].append(found.kind if found and not found.is_list else None)
+        result = [_join_kinds(kinds) if kinds else None for kinds in per_position] if returns else None
+        self._factory_memo[key] = result
+        return result
+
+    def _handed_in(self, name: str, owner: Scope, what: str) -> Optional[str]:
+        """The RNN kind callers in the project hand to parameter `name` of a class's `__init__` (an RNN
+        class or instance, `what`), by keyword or position; None when no caller does."""
+        function = owner.node
+        if not isinstance(function, cst.FunctionDef) or function.name.value != "__init__":
+            return None
+        cls = owner.parent.node if owner.parent is not None and owner.parent.kind == "class" else None
+        if not isinstance(cls, cst.ClassDef) or cls not in self._class_scopes:
+            return None
+        handed = self._injected(self.qualname(cls))
+        if not handed:
+            return None
+        params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+        position = params.index(name) - 1 if name in params else None  # self is not passed
+        kinds = [kind for key, (given, kind) in handed.items()
+                 if given == what and (key == name or (position is not None and position >= 0 and key == str(position)))]
+        return _join_kinds(kinds) if kinds else None
 
     # -- RNN attributes -----------------------------------------------------------------------------
     def rnn_submodules(self, cls: ModuleClass) -> Dict[str, RnnSubmodule]:
@@ -521,9 +667,11 @@ class ModuleModel:
         assigned: Dict[str, List[Optional[_RnnValue]]] = {}
         grown: Dict[str, List[Optional[str]]] = {}
         class_kinds = self.rnn_class_attributes(cls)
+        self._collecting = cls
         for owner in cls.mro():
             for method in owner.methods.values():
                 self._collect_assignments(method, assigned, grown, class_kinds)
+        self._collecting = None
         self._assigned_memo[key] = set(assigned) | set(grown)
         result = {}
         for attr, values in assigned.items():
@@ -535,7 +683,8 @@ class ModuleModel:
             rnns = [v for v in values if not v.is_none]
             if rnns and all(not value.is_list for value in rnns):
                 optional = len(rnns) < len(values) or any(v.optional for v in rnns)
-                result[attr] = RnnSubmodule(attr, _join_kinds([v.kind for v in rnns]), is_list=False, optional=optional)
+                result[attr] = RnnSubmodule(attr, _join_kinds([v.kind for v in rnns]), is_list=False, optional=optional,
+                                            guarded=any(v.guarded for v in rnns))
             elif rnns and len(rnns) == len(values) and all(value.is_list for value in values):
                 extra = grown.get(attr, [])
                 if any(kind is None for kind in extra):
@@ -572,6 +721,24 @@ class ModuleModel:
                 kinds.setdefault(attr, kind)
         return kinds
 
+    def rnn_class_tables(self, cls: ModuleClass) -> Dict[str, str]:
+        """Class-level tables of RNN classes (`TYPES = (nn.LSTM, nn.GRU)`, `{"lstm": nn.LSTM}`), by name:
+        `self.TYPES[i](...)` builds one of them."""
+        tables: Dict[str, str] = {}
+        for owner in reversed(cls.mro()):
+            body = owner.node.body.body if isinstance(owner.node.body, cst.IndentedBlock) else ()
+            for statement in body:
+                if not isinstance(statement, cst.SimpleStatementLine):
+                    continue
+                for small in statement.body:
+                    if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                            and isinstance(small.targets[0].target, cst.Name)):
+                        values = self._dict_values(small.value, owner.scope)
+                        kind = _join_kinds([self.rnn_class_kind(v, owner.scope) if v is not None else None for v in values])
+                        if values and kind:
+                            tables[small.targets[0].target.value] = kind
+        return tables
+
     def assigned_attributes(self, cls: ModuleClass) -> set:
         """Every attribute name the class (or a base of this file) sets on self, whatever the value."""
         self.rnn_submodules(cls)
@@ -582,7 +749,8 @@ class ModuleModel:
         me = self_name(method)
         if me is None:
             return
-        self._self_classes = (me, class_kinds) if class_kinds else None
+        tables = self.rnn_class_tables(self._collecting) if self._collecting is not None else {}
+        self._self_classes = (me, class_kinds, tables) if class_kinds or tables else None
         try:
             self._collect_method_assignments(method, me, assigned, grown)
         finally:
@@ -590,13 +758,24 @@ class ModuleModel:
 
     def _collect_method_assignments(self, method: cst.FunctionDef, me: str, assigned: Dict, grown: Dict) -> None:
         scope = self.resolver.scopes[method]
+        rewrapped = self._rewrapped_lists(method, me, scope)
         for node in iter_nodes(method.body, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call)):
             inner = scope  # assignments in nested functions of __init__ are rare; the method scope is close enough
             if isinstance(node, cst.Assign):
                 for target in node.targets:
-                    for element, value in _paired_targets(target.target, node.value):
+                    pairs = _paired_targets(target.target, node.value)
+                    members = (self.factory_member_kinds(node.value, inner, len(pairs))
+                               if isinstance(node.value, cst.Call) and len(pairs) > 1 else None)
+                    for position, (element, value) in enumerate(pairs):
                         attr = is_self_attribute(element, me)
-                        if attr and not (value is not None and _same_module_again(value, attr, me)):
+                        if not attr or (value is not None and _same_module_again(value, attr, me)):
+                            continue
+                        if attr in rewrapped and isinstance(value, _LIST_LITERALS):
+                            continue  # `self.rnns = [...]` then `self.rnns = nn.ModuleList(self.rnns)`: the latter counts
+                        if members is not None:
+                            kind = members[position]
+                            assigned.setdefault(attr, []).append(_RnnValue(kind) if kind else None)
+                        else:
                             assigned.setdefault(attr, []).append(self.rnn_instance(value, inner) if value else None)
             elif isinstance(node, cst.AugAssign):
                 attr = is_self_attribute(node.target, me)
@@ -617,6 +796,18 @@ class ModuleModel:
                     if attr:
                         grown.setdefault(attr, []).append(self._grown_kind(func.attr.value, node, inner, 0))
 
+    def _rewrapped_lists(self, method: cst.FunctionDef, me: str, scope: Scope) -> set:
+        """Attributes a method sets to `nn.ModuleList(self.<same>)`: the plain list it held before is a step."""
+        found = set()
+        for node in iter_nodes(method.body, (cst.Assign,)):
+            value = node.value
+            if (isinstance(value, cst.Call) and value.args
+                    and canonical(self.resolver.qualified_name(value.func, scope)) == MODULE_LIST):
+                inner = is_self_attribute(value.args[0].value, me)
+                if inner and any(is_self_attribute(t.target, me) == inner for t in node.targets):
+                    found.add(inner)
+        return found
+
     def _registered_attribute(self, call: cst.Call, me: str, scope: Scope) -> Optional[Tuple[str, cst.BaseExpression]]:
         """`setattr(self, "rnn", value)` and `self.add_module("rnn", value)` set an attribute too."""
         func = call.func
@@ -629,6 +820,38 @@ class ModuleModel:
             if name:
                 return name, call.args[1].value
         return None
+
+
+_LIST_LITERALS = (cst.List, cst.Tuple, cst.ListComp)
+
+
+def _own_weight(target: cst.BaseExpression, me: str) -> bool:
+    """`self.weight_hh_l0 = ...`, `self._flat_weights = ...`, `self._parameters[name] = ...`."""
+    if isinstance(target, cst.Subscript):
+        target = target.value
+        return is_self_attribute(target, me) == "_parameters"
+    attr = is_self_attribute(target, me)
+    return attr is not None and attr.startswith(("weight_", "bias_", "_flat_weights"))
+
+
+def _runs_inherited_forward(call: cst.Call, me: str) -> bool:
+    """`super().forward(...)`, `super(Cls, self).forward(...)` or `nn.LSTM.forward(self, ...)`."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != "forward":
+        return False
+    owner = func.value
+    if isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name) and owner.func.value == "super":
+        return True
+    return (bool(call.args) and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == me
+            and isinstance(owner, (cst.Name, cst.Attribute)))
+
+
+def _function_name(scope: Scope) -> str:
+    """The name of the function a scope is in ("" at module level): a factory's name says what it builds."""
+    while scope is not None and scope.kind not in ("function", "module"):
+        scope = scope.parent
+    node = scope.node if scope is not None else None
+    return node.name.value if isinstance(node, cst.FunctionDef) else ""
 
 
 def _literal_parts(expression: cst.BaseExpression) -> List[str]:

@@ -26,6 +26,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..files import module_name_for, resolve_relative_import
 from .ast_walk import child_nodes
+from .screen import RNN_WORD
 from .torch_names import MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, canonical, is_module_base, rnn_kind
 
 # What DataParallel is called under torch's public spellings; the function form takes the module first too.
@@ -47,11 +48,20 @@ def mentions_wrap(data: bytes) -> bool:
     return (b"DataParallel" in data or b"data_parallel" in data) and _WRAP_TEXT.search(data) is not None
 
 
+# An RNN class, or a call of one, as an argument: `Encoder(rnn_class=nn.GRU)`, `Wrapper(nn.LSTM(...))`.
+_HANDS_RNN_TEXT = re.compile(rb"[(,]\s*(?:\w+\s*=\s*)?(?:[\w.]*\.)?(?:LSTM|GRU|RNN)\b(?!\s*\.)")
+
+
+def needs_summary_at_build(data: bytes) -> bool:
+    """Whether the index summarises the file whatever is asked: it may wrap a model, or hand an RNN to a class."""
+    return mentions_wrap(data) or _HANDS_RNN_TEXT.search(data) is not None
+
+
 # How far names are followed (assignments, factories, re-exports) before giving up.
 _MAX_DEPTH = 12
 _SITE_TEXT_LIMIT = 60
 # The cache format; bump when the summary's shape changes.
-_SUMMARY_FORMAT = 3
+_SUMMARY_FORMAT = 4
 
 UNKNOWN = None  # a value the summary cannot name (a parameter, a subscript...)
 # What the project's bases say of a class.
@@ -101,6 +111,8 @@ class _Summarizer:
         self.classes: Dict[str, dict] = {}
         self.functions: Dict[str, dict] = {}
         self.wraps: List[dict] = []
+        # [callee as written (or "super:<class>"), parameter name or position, "class" or "instance", kind]
+        self.hands: List[list] = []
         self._class_methods: Dict[str, List[ast.AST]] = {}
 
     def summary(self) -> dict:
@@ -113,10 +125,12 @@ class _Summarizer:
         for call, function, cls in calls:
             if self._is_wrap(call):
                 self._wrap_site(call, function, cls)
+            elif call.args or call.keywords:
+                self._handed_rnns(call, cls)
         for info in self.classes.values():
             info["calls"] = sorted(info["calls"])
         return {"module": self.module, "package": self.is_package, "imports": self.imports,
-                "classes": self.classes, "functions": self.functions, "wraps": self.wraps}
+                "classes": self.classes, "functions": self.functions, "wraps": self.wraps, "hands": self.hands}
 
     def _scan(self):
         """One walk over the tree (walks of Python's tree dominate the index's cost): imports anywhere
@@ -136,9 +150,10 @@ class _Summarizer:
                     continue  # nothing the index needs can sit below these (most of a tree)
                 if kind is ast.Call:
                     name = dotted(child.func)
-                    if name is not None:
+                    if name is not None or _is_super_init(child.func):
                         calls.append((child, function, cls))
-                        if class_calls is not None and not name.startswith("self.") and name not in ("super", "self"):
+                        if (class_calls is not None and name is not None and not name.startswith("self.")
+                                and name not in ("super", "self")):
                             class_calls.add(name)
                 elif kind is ast.ClassDef and function is None:
                     qualname = f"{prefix}{child.name}"
@@ -204,6 +219,22 @@ class _Summarizer:
         name = dotted(call.func)
         return name is not None and self.qualify(name) in DATA_PARALLEL_NAMES
 
+    def _handed_rnns(self, call: ast.Call, cls: Optional[str]) -> None:
+        """RNN classes and instances a call passes (to a class, the index finds out later)."""
+        callee = dotted(call.func)
+        if callee is None:
+            if cls is None:
+                return
+            callee = f"super:{cls}"  # super().__init__(module=nn.LSTM(...)): the class's base gets it
+        arguments = [(str(position), arg) for position, arg in enumerate(call.args) if not isinstance(arg, ast.Starred)]
+        arguments += [(keyword.arg, keyword.value) for keyword in call.keywords if keyword.arg]
+        for key, value in arguments:
+            what = "instance" if isinstance(value, ast.Call) else "class"
+            name = dotted(value.func if isinstance(value, ast.Call) else value)
+            kind = rnn_kind(canonical(self.qualify(name))) if name else None
+            if kind:
+                self.hands.append([callee, key, what, f"nn.{kind}"])
+
     def _wrap_site(self, call: ast.Call, function: Optional[ast.AST], cls: Optional[str]) -> None:
         target = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
         if target is None:
@@ -230,6 +261,8 @@ class _Summarizer:
             if self._is_wrap(expr) and expr.args:
                 return self.values(expr.args[0], function, active, cls, depth + 1)
             name = dotted(expr.func)
+            if name is not None and name.startswith("self.") and cls and name.count(".") == 1:
+                return self._method_returns(name[len("self."):], active, cls, depth)
             return [name if name is not None and not name.startswith("self.") else UNKNOWN]
         if isinstance(expr, ast.IfExp):
             return (self.values(expr.body, function, active, cls, depth + 1)
@@ -263,6 +296,20 @@ class _Summarizer:
             return refs
         return [UNKNOWN]
 
+    def _method_returns(self, method_name: str, active: Set[str], cls: str, depth: int) -> List[Optional[str]]:
+        """`self.build_model()`: what a method of the same class returns (UNKNOWN for a method it inherits)."""
+        key = f"self.{method_name}()"
+        if key in active:
+            return [UNKNOWN]
+        method = next((m for m in self._class_methods.get(cls, ()) if m.name == method_name), None)
+        returns = [node for node in _own_nodes(method, (ast.Return,))] if method is not None else []
+        if not returns or any(node.value is None for node in returns):
+            return [UNKNOWN]
+        refs: List[Optional[str]] = []
+        for node in returns:
+            refs.extend(self.values(node.value, method, active | {key}, cls, depth + 1))
+        return refs
+
     def _assigned(self, name: str, function: Optional[ast.AST]) -> List[Tuple[ast.AST, Optional[ast.AST]]]:
         scope = function if function is not None else self.tree
         return [(value, function) for value in self._assigned_values(name, scope)]
@@ -271,6 +318,11 @@ class _Summarizer:
     def _assigned_values(name: str, scope: ast.AST) -> List[ast.AST]:
         return [node.value for node in _own_nodes(scope, (ast.Assign, ast.AnnAssign, ast.NamedExpr))
                 if node.value is not None and any(isinstance(t, ast.Name) and t.id == name for t in _targets(node))]
+
+
+def _is_super_init(func: ast.AST) -> bool:
+    return (isinstance(func, ast.Attribute) and func.attr == "__init__" and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name) and func.value.func.id == "super")
 
 
 def _targets(node: ast.AST) -> List[ast.AST]:
@@ -296,7 +348,8 @@ def _own_nodes(scope: ast.AST, types) -> Iterable[ast.AST]:
             stack.extend(child_nodes(node))
 
 
-_EMPTY_SUMMARY = {"module": None, "package": False, "imports": {}, "classes": {}, "functions": {}, "wraps": []}
+_EMPTY_SUMMARY = {"module": None, "package": False, "imports": {}, "classes": {}, "functions": {}, "wraps": [],
+                  "hands": [], "rnn": False}
 # Below this many files to summarise, starting worker processes costs more than it saves.
 _MIN_FILES_FOR_POOL = 16
 
@@ -315,9 +368,9 @@ def _usable_summary(summary) -> bool:
     damaged by hand must not break a run."""
     if summary is None:
         return True
-    return (isinstance(summary, dict) and isinstance(summary.get("imports"), dict)
+    return (isinstance(summary, dict) and isinstance(summary.get("imports"), dict) and isinstance(summary.get("rnn"), bool)
             and isinstance(summary.get("classes"), dict) and isinstance(summary.get("functions"), dict)
-            and isinstance(summary.get("wraps"), list)
+            and isinstance(summary.get("wraps"), list) and isinstance(summary.get("hands"), list)
             and all(isinstance(info, dict) and isinstance(info.get("bases"), list) and isinstance(info.get("calls"), list)
                     for info in summary["classes"].values())
             and all(isinstance(info, dict) and isinstance(info.get("returns"), list)
@@ -330,7 +383,10 @@ def summarize(source: bytes, path: str) -> Optional[dict]:
     try:
         tree = ast.parse(source)
         module, is_package = module_name_for(path)
-        return _Summarizer(tree, source.splitlines(), module, is_package).summary()
+        summary = _Summarizer(tree, source.splitlines(), module, is_package).summary()
+        # Whether the file can build an RNN at all: a base or factory of another file matters only then.
+        summary["rnn"] = RNN_WORD.search(source) is not None
+        return summary
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
@@ -375,15 +431,13 @@ class ProjectIndex:
             for (file, name), sites in self.direct.items():
                 self._by_file.setdefault(file, ([], []))[1].append((name, str(sites[0])))
         wrapped, direct = self._by_file.get(_path_key(path), ((), ()))
-        modules, plain, inherited = self._builder.class_facts(path) if self._builder is not None else ((), (), ())
+        facts = self._builder.class_facts(path) if self._builder is not None else {}
         return FileContext(
             scope=scope,
             wrapped=tuple(sorted(wrapped)),
             direct=tuple(sorted(direct)),
             unresolved=tuple(str(item.site) for item in self.unresolved) if scope == "wrapped" else (),
-            modules=modules,
-            plain=plain,
-            inherited=inherited,
+            **facts,
         )
 
     def save(self) -> None:
@@ -405,9 +459,31 @@ class FileContext:
     plain: Tuple[str, ...] = ()  # this file's classes whose bases are known not to be modules
     # (class qualname, its bases in other files as (path, qualname, size, mtime_ns)): what it inherits
     inherited: Tuple[Tuple[str, tuple], ...] = ()
+    # (local name, "class" or "function", path, qualname, size, mtime_ns): what the file imports from
+    # files of the project that mention an RNN
+    imported: Tuple[Tuple[str, str, str, str, int, int], ...] = ()
+    # Whether a base or an import of the file lives in another file that mentions an RNN: the file is
+    # then analysed even when nothing in it names an RNN.
+    rnn_elsewhere: bool = False
+    # (class qualname, parameter name or position, "class" or "instance", kind): RNN classes and instances
+    # that calls anywhere in the project pass to the class (`Encoder(rnn_class=nn.GRU)`, `Wrapper(nn.LSTM(...))`)
+    injected: Tuple[Tuple[str, str, str, str], ...] = ()
 
     def bases_elsewhere(self, qualname: str) -> tuple:
         return dict(self.inherited).get(qualname, ())
+
+    def handed_in(self, qualname: str) -> Dict[str, Tuple[str, str]]:
+        """What callers in the project hand a class of this file: {parameter or position: (what, kind)}."""
+        handed: Dict[str, Tuple[str, str]] = {}
+        for name, key, what, kind in self.injected:
+            if name == qualname:
+                previous = handed.get(key)
+                handed[key] = (what, kind if previous is None or previous[0] != what else f"{previous[1]} or {kind}")
+        return handed
+
+    def imported_name(self, local: str) -> Optional[Tuple[str, str, str, int, int]]:
+        """(kind, path, qualname, size, mtime_ns) of a name imported from another file of the project."""
+        return next((item[1:] for item in self.imported if item[0] == local), None)
 
     def wrap_site(self, qualname: str) -> Optional[str]:
         return dict(self.wrapped).get(qualname)
@@ -457,6 +533,8 @@ class IndexBuilder:
         self._by_suffix: Dict[Tuple[str, ...], List[str]] = {}
         self._top_names: Set[str] = set()
         self._status_memo: Dict[ClassKey, str] = {}
+        # What calls in the project hand each class: (parameter or position, "class" or "instance", kind).
+        self._handed: Dict[ClassKey, List[Tuple[str, str, str]]] = {}
         self._unsaved = False  # entries made or summarised since the cache was read or written
         self.files_parsed = 0
         for key in self.paths:
@@ -513,7 +591,7 @@ class IndexBuilder:
             return entry
         if key in self.sources:
             data = self.sources[key]
-            entry = [len(data), 0, mentions_wrap(data), None]
+            entry = [len(data), 0, needs_summary_at_build(data), None]
             if need_summary or entry[2]:  # standard input: never deferred, it is not on disk
                 entry[3] = self._summarize(data, key)
             self._entries[key] = entry
@@ -536,7 +614,7 @@ class IndexBuilder:
                 data = handle.read()
         except OSError:
             data = b""
-        entry = [stat.st_size, stat.st_mtime_ns, mentions_wrap(data), None]
+        entry = [stat.st_size, stat.st_mtime_ns, needs_summary_at_build(data), None]
         if need_summary or (entry[2] and not defer):
             entry[3] = self._summarize(data, key)
         self._entries[key] = entry
@@ -689,15 +767,20 @@ class IndexBuilder:
         self._status_memo[key] = status
         return status
 
-    def class_facts(self, path: str) -> Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[Tuple[str, tuple], ...]]:
-        """What the project's bases say of a file's classes, by qualified name: the module classes, the
-        plain ones, and for each class its bases in other files (reached through any file), each as
-        (path, qualified name, size, mtime_ns) so that a change to a base file changes the context."""
+    def class_facts(self, path: str) -> dict:
+        """What the project says of a file's classes and imports, by qualified name: `modules` and `plain`
+        (what their bases lead to), `inherited` (each class's bases in other files, reached through any
+        file), `imported` (the names the file imports from other files of the project that can build an
+        RNN: a factory, or a class an RNN may be handed to) and `rnn_elsewhere` (whether any of those
+        files mentions an RNN). A file is given as (path, qualified name, size, mtime_ns), so that a
+        change to it changes the context."""
         key = _path_key(path)
         if key not in self.paths:
-            return (), (), ()
+            return {}
         modules, plain, inherited = [], [], []
-        for name in self.summary(key)["classes"]:
+        rnn_elsewhere = False
+        summary = self.summary(key)
+        for name in summary["classes"]:
             status = self.module_status((key, name))
             if status == MODULE:
                 modules.append(name)
@@ -707,7 +790,33 @@ class IndexBuilder:
                          for file, base in self._bases_of((key, name)) if file != key]
             if elsewhere:
                 inherited.append((name, tuple(elsewhere)))
-        return tuple(sorted(modules)), tuple(sorted(plain)), tuple(sorted(inherited))
+                rnn_elsewhere = rnn_elsewhere or any(self.summary(_path_key(item[0]))["rnn"] for item in elsewhere)
+        imported = []
+        for local, qualified in summary["imports"].items():
+            if qualified is None or local in summary["classes"] or local in summary["functions"]:
+                continue
+            kind, found = self.resolve_qualified(qualified, 1)
+            if kind in ("class", "function") and found[0] != key and self.summary(found[0])["rnn"]:
+                imported.append((local, kind, self.paths[found[0]], found[1], *self._entries[found[0]][:2]))
+        injected = [(name, *entry) for (file, name), entries in self._handed.items() if file == key for entry in entries]
+        rnn_elsewhere = rnn_elsewhere or bool(imported) or bool(injected)
+        return {"modules": tuple(sorted(modules)), "plain": tuple(sorted(plain)), "inherited": tuple(sorted(inherited)),
+                "imported": tuple(sorted(imported)), "rnn_elsewhere": rnn_elsewhere, "injected": tuple(sorted(injected))}
+
+    def _hand_in(self, file: str, hand: list) -> None:
+        """Note an RNN handed to a project class at a call in `file` (see _Summarizer._handed_rnns)."""
+        callee, key, what, kind = hand
+        if callee.startswith("super:"):
+            info = self.summary(file)["classes"].get(callee[len("super:"):])
+            bases = [base for base in (info or {}).get("bases", ()) if base is not None]
+            if not bases:
+                return
+            callee = bases[0]
+        found_kind, found = self.resolve(file, callee)
+        if found_kind == "class":
+            entry = (key, what, kind)
+            if entry not in self._handed.setdefault(found, []):
+                self._handed[found].append(entry)
 
     def _bases_of(self, start: ClassKey) -> List[ClassKey]:
         """The project classes a class derives from, nearest first, through any file."""
@@ -736,6 +845,8 @@ class IndexBuilder:
         for key, entry in entries:
             if not entry[2] or entry[3] is None:
                 continue
+            for hand in entry[3]["hands"]:
+                self._hand_in(key, hand)
             for wrap in entry[3]["wraps"]:
                 site = WrapSite(shown_path(self.paths[key]), wrap["line"], wrap["col"], wrap["text"])
                 index.sites.append(site)

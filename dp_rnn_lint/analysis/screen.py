@@ -23,15 +23,19 @@ RNN_NAMES = frozenset({"RNN", "LSTM", "GRU"})
 PAD_PACKED = "pad_packed_sequence"
 PACK_PADDED = "pack_padded_sequence"
 # Codes whose findings start from an RNN the class holds.
-_RNN_CODES = frozenset({"DPR001", "DPR004"})
+RNN_CODES = frozenset({"DPR001", "DPR004"})
 # Stands for `getattr(module, name)` in a set of identifiers: an RNN class may be looked up by name.
 _GETATTR = "getattr()"
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # The same conditions on the text, before any parse: the words each rule's seeds are spelled with.
-_RNN_WORD = re.compile(rb"\b(?:RNN|LSTM|GRU)\b|getattr")
+RNN_WORD = re.compile(rb"\b(?:RNN|LSTM|GRU)\b|getattr")
 # A function named forward: only whitespace and line continuations can stand between `def` and its name.
 _FORWARD_DEF = re.compile(rb"def[\s\\]+forward\b")
+# An import of names from a module outside torch and the standard helpers.
+_IMPORT_FROM_ELSEWHERE = re.compile(rb"^[ \t]*from[ \t]+(?!torch\b|typing\b|__future__\b|collections\b)[\w.]+[ \t]+import", re.M)
+# A class statement with a base other than a plain `Module`, `nn.Module` or `torch.nn.Module`.
+_CLASS_WITH_BASE = re.compile(rb"^[ \t]*class[ \t]+\w+[ \t]*\((?![ \t]*(?:torch\.)?(?:nn\.)?Module[ \t]*\))\s*[\w(]", re.M)
 
 
 def may_have_findings_text(source, codes: Iterable[str]) -> bool:
@@ -44,7 +48,7 @@ def may_have_findings_text(source, codes: Iterable[str]) -> bool:
     codes = set(codes)
     return (("DPR002" in codes and PAD_PACKED.encode() in data)
             or ("DPR003" in codes and PACK_PADDED.encode() in data)
-            or (bool(codes & _RNN_CODES) and _RNN_WORD.search(data) is not None))
+            or (bool(codes & RNN_CODES) and RNN_WORD.search(data) is not None))
 
 
 def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
@@ -60,14 +64,12 @@ def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
     want_pad = "DPR002" in codes and _meets(used, {PAD_PACKED})
     want_pack = "DPR003" in codes and _meets(used, {PACK_PADDED})
     seeds: Set[str] = set()
-    if codes & _RNN_CODES:
+    if codes & RNN_CODES:
         # `nn.LSTM` is torch's whatever the file calls LSTM; a bare `LSTM` is only when the file does not
         # define a class of that name itself.
         seeds = (set(RNN_NAMES) - _own_rnn_named_definitions(tree, nodes)) | {f".{name}" for name in RNN_NAMES} | {_GETATTR}
         if not _meets(used, seeds):
             seeds = set()
-    if codes & _RNN_CODES and _inherits_from_elsewhere(tree, nodes):
-        return True  # its RNN may be built by a base in another file (the project index knows)
     if not (want_pad or want_pack or seeds):
         return False
     calls = [node for node in nodes if isinstance(node, ast.Call)]
@@ -83,9 +85,19 @@ def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
     return False
 
 
-def _inherits_from_elsewhere(tree: ast.Module, nodes: List[ast.AST]) -> bool:
-    """Whether a class with its own forward derives from a class imported from outside torch (a base in
-    another file of the project, or of another package), which may build the RNN forward runs."""
+def may_inherit_text(data: bytes) -> bool:
+    """Whether the text may hold a class with a forward whose base is not torch's nn.Module, or a file
+    importing names from outside torch: such a base may build the RNN forward runs, and such a name be a
+    factory of RNNs, in another file (only the project index can tell)."""
+    return _FORWARD_DEF.search(data) is not None and (
+        _CLASS_WITH_BASE.search(data) is not None or _IMPORT_FROM_ELSEWHERE.search(data) is not None)
+
+
+def inherits_from_elsewhere(tree: ast.Module) -> bool:
+    """Whether a class with its own forward derives from, or calls, a name imported from outside torch (a
+    class or function of another file of the project, or of another package), which may build the RNN
+    forward runs."""
+    nodes = walk(tree)
     imported = {}
     for node in nodes:
         if isinstance(node, ast.ImportFrom):
@@ -97,8 +109,9 @@ def _inherits_from_elsewhere(tree: ast.Module, nodes: List[ast.AST]) -> bool:
     for node in nodes:
         if isinstance(node, ast.ClassDef) and any(isinstance(item, _FUNCTIONS) and item.name == "forward"
                                                   for item in node.body):
-            for base in node.bases:
-                root = base.value if isinstance(base, ast.Subscript) else base
+            used = [base.value if isinstance(base, ast.Subscript) else base for base in node.bases]
+            used += [inner.func for inner in ast.walk(node) if isinstance(inner, ast.Call)]
+            for root in used:
                 while isinstance(root, ast.Attribute):
                     root = root.value
                 if isinstance(root, ast.Name) and imported.get(root.id):

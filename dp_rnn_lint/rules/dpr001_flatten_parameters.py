@@ -162,6 +162,27 @@ class FlattenParameters(Rule):
                 violation = self._check_attribute(analysis, cls, path, attr, rnn)
                 if violation is not None:
                     yield violation
+        yield from self._check_rnn_subclasses(analysis)
+
+    def _check_rnn_subclasses(self, analysis: FileAnalysis) -> Iterator[Violation]:
+        """An nn.LSTM subclass whose forward replaces its weights and then runs torch's forward: the weights
+        it runs are not one chunk, on every device; the fix compacts them after the replacement."""
+        model = analysis.model
+        for node in model.rnn_subclasses():
+            if not analysis.context.in_scope(model.qualname(node)):
+                continue
+            found = model.weight_swap(node)
+            if found is None:
+                continue
+            forward, statement, call = found
+            me = self_name(forward) or "self"
+            message = (
+                f"{node.name.value} ({model.rnn_subclass_kind(node)} subclass) replaces its weights in forward and then "
+                f"runs the inherited forward without {me}.flatten_parameters() after the replacement: under "
+                "DataParallel every replica's RNN weights are non-contiguous and get copied on every call"
+            )
+            fix = Fix((InsertBeforeStatement(statement, ((0, f"{me}.flatten_parameters()"),)),))
+            yield Violation(self.code, message, call, fix)
 
     def _check_attribute(self, analysis, cls, path, attr: str, rnn: RnnSubmodule) -> Optional[Violation]:
         events = path.events
