@@ -705,6 +705,14 @@ class ModuleModel:
         class, its bases in this file or its bases elsewhere: `self.rnn_cell(...)` builds one."""
         values: Dict[str, List[Optional[str]]] = {}
         for owner in cls.mro():
+            body = owner.node.body.body if isinstance(owner.node.body, cst.IndentedBlock) else ()
+            for statement in body:  # `rnn_class = nn.GRU` in the class body
+                for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+                    if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                            and isinstance(small.targets[0].target, cst.Name)):
+                        kind = self.rnn_class_kind(small.value, owner.scope)
+                        if kind:
+                            values.setdefault(small.targets[0].target.value, []).append(kind)
             for method in owner.methods.values():
                 me = self_name(method)
                 if me is None:

@@ -761,6 +761,9 @@ class IndexBuilder:
             kind, found = self.resolve(file, base, depth + 1)
             if kind == "class" and found != key:
                 statuses.append(self.module_status(found, depth + 1))
+            elif kind == "external" and (is_module_base(canonical(found)) or rnn_kind(canonical(found))):
+                statuses.append(MODULE)  # `Module = nn.Module` in one file, imported as a base in another
+                break
             else:
                 statuses.append(UNKNOWN_STATUS)
         status = (MODULE if MODULE in statuses else UNKNOWN_STATUS if UNKNOWN_STATUS in statuses else PLAIN)

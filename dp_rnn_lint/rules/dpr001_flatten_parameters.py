@@ -3,7 +3,10 @@
 ## What it does
 Flags an `nn.RNN`, `nn.LSTM` or `nn.GRU` submodule (or an `nn.ModuleList` of them) that runs in
 `forward`, or in a method `forward` reaches through `self.method(...)`, without a call to its
-`flatten_parameters()` earlier on that path.
+`flatten_parameters()` earlier on that path. The RNN may be built by the class, by a base class in
+any file of the project, by a factory function of any module, or handed to the constructor by callers
+elsewhere in the project (an RNN class, or an RNN instance). Also flags a subclass of `nn.LSTM`,
+`nn.GRU` or `nn.RNN` whose `forward` replaces its own weights and then runs `super().forward(...)`.
 
 ## Why is this bad?
 `nn.DataParallel` replicates the model onto every GPU for every forward pass. A replica's RNN weights
@@ -52,7 +55,10 @@ Safe. The fix inserts `self.<rnn>.flatten_parameters()` as the first statement o
 runs the RNN (a loop over the members for an `nn.ModuleList`; guarded by `if self.<rnn> is not None:`
 when the attribute is `None` in some configurations). On one device the weights are already
 contiguous and the call does nothing. When the method swaps the RNN's weights before running it
-(weight drop, as in AWD-LSTM), the call goes just before the statement that runs the RNN.
+(weight drop, as in AWD-LSTM), the call goes just before the statement that runs the RNN; in an RNN
+subclass that swaps its own weights, `self.flatten_parameters()` goes just before the statement that
+runs `super().forward(...)`. Where the attribute holds a torch RNN only in some configurations (a type
+switch, or a module callers hand in), the call is guarded by `if isinstance(self.<rnn>, nn.RNNBase):`.
 
 No fix is offered when it could not be placed safely: the weights are replaced on the RNN's own line,
 the method is shared with another class of the file whose attribute is not the same kind of RNN, or
