@@ -389,3 +389,23 @@ def test_marked_lengths_are_refused_with_torchs_wording():
         torch.nn.utils.rnn.pack_padded_sequence(torch.zeros(3, 3, 2), marked, batch_first=True, enforce_sorted=False)
     assert str(real.value) == "'lengths' argument should be a 1D CPU int64 tensor, but got 2D cpu Long tensor"
     assert str(emulated.value) == "'lengths' argument should be a 1D CPU int64 tensor, but got 1D cuda:0 Long tensor"
+
+
+class _SelfFlatteningLSTM(nn.LSTM):
+    def forward(self, input, hx=None):
+        self.flatten_parameters()
+        return super().forward(input, hx)[0]
+
+
+class _UnflattenedLSTM(nn.LSTM):
+    def forward(self, input, hx=None):
+        return super().forward(input, hx)[0]
+
+
+def test_an_rnn_subclass_is_checked_when_torchs_forward_runs_so_its_own_flatten_counts():
+    inputs = torch.randn(4, 3, 4)
+    assert check_data_parallel(_SelfFlatteningLSTM(4, 4, batch_first=True).eval(), inputs).problems == []
+    problems = check_data_parallel(_UnflattenedLSTM(4, 4, batch_first=True).eval(), inputs).problems
+    assert len(problems) == 1 and "_UnflattenedLSTM.forward just before it runs the inherited forward" in problems[0]
+    # The class's forward is torch's own again once the run is over.
+    assert nn.LSTM.forward.__qualname__ == "LSTM.forward"

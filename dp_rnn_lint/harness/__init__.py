@@ -19,6 +19,7 @@ DataParallel on the CPU step by step (see `emulation.py`). Either way the report
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import re
 import warnings
@@ -115,7 +116,8 @@ def _emulate(module: nn.Module, inputs: Tuple[Any, ...], kwargs: Dict[str, Any],
         report.replicas = len(copies)
         watch = _FlattenWatch(copies)
         try:
-            outputs = cpu_parallel_apply(copies, scattered, scattered_kwargs)
+            with watch.inherited_forwards():
+                outputs = cpu_parallel_apply(copies, scattered, scattered_kwargs)
         except ReplicaError as failure:  # the replica's own error, as DataParallel would re-raise it
             report.problems.extend(watch.problems())
             report.problems.append(_replica_failure(failure))
@@ -136,6 +138,11 @@ class _FlattenWatch:
     def __init__(self, copies: List[nn.Module]) -> None:
         self._late: Dict[str, List[int]] = {}
         self._kinds: Dict[str, str] = {}
+        # RNN subclasses with a forward of their own (which may flatten, or swap weights, before calling
+        # torch's): checked when torch's forward runs, by instance. {id: (replica, name, state)}
+        self._subclassed: Dict[int, Tuple[int, str, Dict[str, bool]]] = {}
+        self._torch_classes: List[type] = []
+        self._own_forward: set = set()  # names of the RNNs whose class has a forward of its own
         for index, replica in enumerate(copies):
             for name, submodule in replica.named_modules():
                 if isinstance(submodule, nn.RNNBase):
@@ -151,14 +158,45 @@ class _FlattenWatch:
             flatten()
 
         def watched_forward(*args: Any, **kwargs: Any) -> Any:
-            if not state["flattened"]:
-                replicas = self._late.setdefault(name, [])
-                if index not in replicas:
-                    replicas.append(index)
+            self._check(index, name, state)
             return forward(*args, **kwargs)
 
         rnn.flatten_parameters = flatten_parameters  # type: ignore[method-assign]
-        rnn.forward = watched_forward  # type: ignore[method-assign]
+        torch_class = next(c for c in type(rnn).__mro__ if c.__module__.startswith("torch.nn"))
+        if type(rnn).forward is torch_class.forward:
+            rnn.forward = watched_forward  # type: ignore[method-assign]
+        else:
+            self._subclassed[id(rnn)] = (index, name, state)
+            self._own_forward.add(name)
+            if torch_class not in self._torch_classes:
+                self._torch_classes.append(torch_class)
+
+    def _check(self, index: int, name: str, state: Dict[str, bool]) -> None:
+        if not state["flattened"]:
+            replicas = self._late.setdefault(name, [])
+            if index not in replicas:
+                replicas.append(index)
+
+    @contextlib.contextmanager
+    def inherited_forwards(self):
+        """While the replicas run: torch's forward of the watched subclasses checks its instance first."""
+        originals = {cls: cls.forward for cls in self._torch_classes}
+
+        def watching(original):
+            def forward(rnn, *args: Any, **kwargs: Any) -> Any:
+                watched = self._subclassed.get(id(rnn))
+                if watched is not None:
+                    self._check(*watched)
+                return original(rnn, *args, **kwargs)
+            return forward
+
+        try:
+            for cls, original in originals.items():
+                cls.forward = watching(original)
+            yield
+        finally:
+            for cls, original in originals.items():
+                cls.forward = original
 
     def problems(self) -> List[str]:
         found = []
@@ -167,7 +205,9 @@ class _FlattenWatch:
             found.append(
                 f"RNN submodule `{name}` ({self._kinds[name]}) ran on replica{'s' if len(replicas) > 1 else ''} "
                 f"{which} before flatten_parameters() was called on that replica: on GPUs every forward warns "
-                f"'{NON_CONTIGUOUS_WARNING}' and copies the weights; {_flatten_advice(name)}"
+                f"'{NON_CONTIGUOUS_WARNING}' and copies the weights; "
+                + (f"call self.flatten_parameters() in {self._kinds[name]}.forward just before it runs the inherited forward"
+                   if name in self._own_forward else _flatten_advice(name))
             )
         return found
 
