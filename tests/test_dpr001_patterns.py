@@ -390,3 +390,40 @@ def test_script_module_subclass_is_a_module():
             return self.rnn(x)
     """
     assert findings(source) == [(10, "DPR001")]
+
+
+TABLE_AND_STEPS = """\
+from torch import nn
+
+
+class Encoder(nn.Module):
+    TYPES = {{"lstm": nn.LSTM, "gru": nn.GRU}}
+
+    def __init__(self, kind):
+        super().__init__()
+        self.rnn = {build}
+        self.layers = []
+        for _ in range(2):
+            self.layers += [{layer}]
+        self.layers = nn.ModuleList(self.layers)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)[0]
+        return self.rnn(x)[0]
+"""
+
+
+def test_a_class_table_read_with_get_and_a_list_grown_with_plus_equals_hold_rnns():
+    source = TABLE_AND_STEPS.format(build="self.TYPES.get(kind, nn.LSTM)(4, 4)", layer="nn.GRU(4, 4)")
+    assert findings(source) == [(17, "DPR001"), (18, "DPR001")]
+    assert "nn.LSTM or nn.GRU" in messages(source)[1]
+
+
+def test_a_table_of_other_modules_read_with_get_and_a_list_of_linear_layers_are_clean():
+    source = TABLE_AND_STEPS.format(build="{'relu': nn.ReLU}.get(kind, nn.Tanh)()", layer="nn.Linear(4, 4)")
+    assert findings(source) == []
+    # A table that also holds a cell is not a table of RNNs.
+    with_cell = TABLE_AND_STEPS.format(build="self.TYPES.get(kind)(4, 4)", layer="nn.Linear(4, 4)")
+    assert findings(with_cell) == [(18, "DPR001")]
+    assert findings(with_cell.replace("nn.GRU}", "nn.GRU, 'cell': nn.GRUCell}")) == []

@@ -358,6 +358,13 @@ class ModuleModel:
                 return kinds.get(attr) if attr else None
             return None
         if isinstance(expr, cst.Call):
+            if isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get" and expr.args:
+                # `RNN_TYPES.get(kind, nn.LSTM)`: a table lookup, with its default
+                looked_up = cst.Subscript(value=expr.func.value, slice=[cst.SubscriptElement(cst.Index(expr.args[0].value))])
+                kinds = [self.rnn_class_kind(looked_up, scope, depth + 1)]
+                if len(expr.args) > 1:
+                    kinds.append(self.rnn_class_kind(expr.args[1].value, scope, depth + 1))
+                return _join_kinds(kinds)
             return self._getattr_rnn_class(expr, scope)
         if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Dict):
             kinds = [
@@ -555,7 +562,7 @@ class ModuleModel:
         if attr is None:
             return None
         kinds: List[Optional[str]] = []
-        for node in iter_nodes(function.body, (cst.Assign, cst.Call)):
+        for node in iter_nodes(function.body, (cst.Assign, cst.AugAssign, cst.Call)):
             if isinstance(node, cst.Assign) and isinstance(node.value, _LIST_LITERALS):
                 if not any(is_self_attribute(t.target, me) == attr for t in node.targets):
                     continue
@@ -567,6 +574,9 @@ class ModuleModel:
             elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.args
                   and node.func.attr.value in _LIST_GROWERS and is_self_attribute(node.func.value, me) == attr):
                 kinds.append(self._grown_kind(node.func.attr.value, node, scope, 0))
+            elif (isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign)
+                  and is_self_attribute(node.target, me) == attr):
+                kinds.append(self._grown_kind("extend", _single_arg_call(node.value), scope, 0))
         return kinds if kinds else None
 
     def _grown_kind(self, method: str, call: cst.Call, scope: Scope, depth: int) -> Optional[str]:
