@@ -357,9 +357,11 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
     # A class whose base lives in another file may run an RNN that base builds: only the project can
     # tell, so such a file is kept for the project's verdict (`inherited`) when the screens rule it out.
     inherited = not force and bool(set(codes) & RNN_CODES) and may_inherit_text(data)
-    if not force and not may_contain_candidates(data):
+    candidates = force or may_contain_candidates(data)
+    if not candidates:
         check_readable(source)  # not worth parsing, but a binary or undecodable `.py` file gets an error line
-        return _FirstLook(False, may_inherit=inherited)
+        if not inherited:
+            return _FirstLook(False)
     note = too_large(data)
     if note:
         return _FirstLook(False, note=note)
@@ -374,6 +376,8 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
         tree, python_error, too_deep = _python_verdict(source)
         if too_deep:
             raise FileProblem(python_error)
+    if not candidates and tree is None:
+        return _FirstLook(False)  # only its classes' bases were in question, and it does not parse
     if not force and tree is not None and not (may_have_findings_text(data, codes) and may_have_findings(tree, codes)):
         return _FirstLook(False, may_inherit=inherited and inherits_from_elsewhere(tree), tree=tree)
     return _FirstLook(True, python_error, tree=tree)

@@ -147,8 +147,11 @@ class _Schedule:
             if waiting:
                 if self.built is None:
                     self.built = self.index(self.pool if self.workers > 1 else None)
-                    waiting.extend((position, None) for position in look_queue)  # every context is known now
-                    look_queue.clear()
+                    # Every context is known now. A file whose context costs a parse here (what its
+                    # classes' bases and imports are) keeps its first look: most are settled by it.
+                    costly = {position for position in look_queue if self.built.context_is_costly(self.tasks[position].path)}
+                    waiting.extend((position, None) for position in look_queue if position not in costly)
+                    look_queue = deque(position for position in look_queue if position in costly)
                 ready_queue.extend(self._with_contexts(waiting))
                 waiting = []
             while len(in_flight) < limit and (ready_queue or look_queue):

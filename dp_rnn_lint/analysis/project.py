@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import os
+from functools import lru_cache
 import re
 import sys
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..files import module_name_for, resolve_relative_import
 from .ast_walk import child_nodes
-from .screen import RNN_WORD
+from .screen import RNN_WORD, may_inherit_text
 from .torch_names import MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, canonical, is_module_base, rnn_kind
 
 # What DataParallel is called under torch's public spellings; the function form takes the module first too.
@@ -54,14 +55,32 @@ _HANDS_RNN_TEXT = re.compile(rb"[(,]\s*(?:\w+\s*=\s*)?(?:[\w.]*\.)?(?:LSTM|GRU|R
 
 def needs_summary_at_build(data: bytes) -> bool:
     """Whether the index summarises the file whatever is asked: it may wrap a model, or hand an RNN to a class."""
-    return mentions_wrap(data) or _HANDS_RNN_TEXT.search(data) is not None
+    return mentions_wrap(data) or (_mentions_rnn(data) and _HANDS_RNN_TEXT.search(data) is not None)
+
+
+_MENTIONS_RNN, _MAY_INHERIT = 1, 2
+
+
+def _text_flags(data: bytes) -> int:
+    """What the text says a file can need of the project: _MENTIONS_RNN (it can build an RNN, for
+    the files that derive from or import it) and _MAY_INHERIT (its classes may run an RNN of another
+    file). A file with neither needs no facts about its classes, and is not parsed for them."""
+    return (_MENTIONS_RNN if _mentions_rnn(data) else 0) | (_MAY_INHERIT if may_inherit_text(data) else 0)
+
+
+def _mentions_rnn(data: bytes) -> bool:
+    """Whether the file can build an RNN at all: a base or factory of another file matters only then."""
+    # The substring tests are much faster than the regular expression on the many files that fail them.
+    if b"RNN" not in data and b"LSTM" not in data and b"GRU" not in data and b"getattr" not in data:
+        return False
+    return RNN_WORD.search(data) is not None
 
 
 # How far names are followed (assignments, factories, re-exports) before giving up.
 _MAX_DEPTH = 12
 _SITE_TEXT_LIMIT = 60
 # The cache format; bump when the summary's shape changes.
-_SUMMARY_FORMAT = 4
+_SUMMARY_FORMAT = 5
 
 UNKNOWN = None  # a value the summary cannot name (a parameter, a subscript...)
 # What the project's bases say of a class.
@@ -385,7 +404,7 @@ def summarize(source: bytes, path: str) -> Optional[dict]:
         module, is_package = module_name_for(path)
         summary = _Summarizer(tree, source.splitlines(), module, is_package).summary()
         # Whether the file can build an RNN at all: a base or factory of another file matters only then.
-        summary["rnn"] = RNN_WORD.search(source) is not None
+        summary["rnn"] = _mentions_rnn(source)
         return summary
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
@@ -439,6 +458,14 @@ class ProjectIndex:
             unresolved=tuple(str(item.site) for item in self.unresolved) if scope == "wrapped" else (),
             **facts,
         )
+
+    def context_is_costly(self, path: str) -> bool:
+        """Whether the file's context needs its summary (a parse): its text can build an RNN or may
+        inherit one, so what its classes' bases and imports are is asked."""
+        if self._builder is None:
+            return False
+        key = _path_key(path)
+        return key in self._builder.paths and bool(self._builder._entry(key, need_summary=False)[4])
 
     def save(self) -> None:
         """Cache what was summarised since the index was built (the files whose contexts were asked for)."""
@@ -584,14 +611,14 @@ class IndexBuilder:
                 os.unlink(temporary)
 
     def _entry(self, key: str, need_summary: bool, defer: bool = False) -> list:
-        """[size, mtime_ns, mentions a wrap, summary]; the summary is made now when it is needed or
+        """[size, mtime_ns, summarised at build, summary, _text_flags()]; the summary is made now when it is needed or
         the file mentions a wrap, unless `defer` (build() then makes those in a pool)."""
         entry = self._entries.get(key)
         if entry is not None and (entry[3] is not None or not need_summary):
             return entry
         if key in self.sources:
             data = self.sources[key]
-            entry = [len(data), 0, needs_summary_at_build(data), None]
+            entry = [len(data), 0, needs_summary_at_build(data), None, _text_flags(data)]
             if need_summary or entry[2]:  # standard input: never deferred, it is not on disk
                 entry[3] = self._summarize(data, key)
             self._entries[key] = entry
@@ -599,12 +626,12 @@ class IndexBuilder:
         try:
             stat = os.stat(key)
         except OSError:
-            entry = [0, 0, False, None]
+            entry = [0, 0, False, None, 0]
             self._entries[key] = entry
             return entry
         cached = self._cached.get(key)
-        if (isinstance(cached, list) and len(cached) == 4 and cached[0] == stat.st_size
-                and cached[1] == stat.st_mtime_ns and _usable_summary(cached[3])
+        if (isinstance(cached, list) and len(cached) == 5 and cached[0] == stat.st_size
+                and cached[1] == stat.st_mtime_ns and _usable_summary(cached[3]) and isinstance(cached[4], int)
                 and (cached[3] is not None or not (need_summary or cached[2]))):
             self._entries[key] = cached
             return cached
@@ -614,7 +641,7 @@ class IndexBuilder:
                 data = handle.read()
         except OSError:
             data = b""
-        entry = [stat.st_size, stat.st_mtime_ns, needs_summary_at_build(data), None]
+        entry = [stat.st_size, stat.st_mtime_ns, needs_summary_at_build(data), None, _text_flags(data)]
         if need_summary or (entry[2] and not defer):
             entry[3] = self._summarize(data, key)
         self._entries[key] = entry
@@ -644,6 +671,17 @@ class IndexBuilder:
         return self._entry(key, need_summary=True)[3]
 
     # -- names across files ---------------------------------------------------------------------------
+    def _may_define_rnn_code(self, qualified: str) -> bool:
+        """Whether the module an imported name comes from mentions an RNN, or is a package (which may
+        re-export one); False for names of other packages. Known without parsing the module."""
+        parts = qualified.split(".")
+        for length in range(len(parts) - 1, 0, -1):
+            file = self._module_file(".".join(parts[:length]))
+            if file is not None:
+                entry = self._entry(file, need_summary=False)
+                return bool(entry[4] & _MENTIONS_RNN) or file.endswith("__init__.py")
+        return False
+
     def _module_file(self, module: str) -> Optional[str]:
         found = self._modules.get(module)
         if found and len(found) == 1:
@@ -778,7 +816,7 @@ class IndexBuilder:
         files mentions an RNN). A file is given as (path, qualified name, size, mtime_ns), so that a
         change to it changes the context."""
         key = _path_key(path)
-        if key not in self.paths:
+        if key not in self.paths or not self._entry(key, need_summary=False)[4]:
             return {}
         modules, plain, inherited = [], [], []
         rnn_elsewhere = False
@@ -798,6 +836,8 @@ class IndexBuilder:
         for local, qualified in summary["imports"].items():
             if qualified is None or local in summary["classes"] or local in summary["functions"]:
                 continue
+            if not self._may_define_rnn_code(qualified):
+                continue  # its module mentions no RNN: nothing there to follow (and no file to parse)
             kind, found = self.resolve_qualified(qualified, 1)
             if kind in ("class", "function") and found[0] != key and self.summary(found[0])["rnn"]:
                 imported.append((local, kind, self.paths[found[0]], found[1], *self._entries[found[0]][:2]))
@@ -917,8 +957,13 @@ _PROJECT_INDEXES: Dict[Tuple[str, Tuple[str, ...]], ProjectIndex] = {}
 
 def project_root(path: str) -> Optional[Path]:
     """The nearest folder upward from `path` holding pyproject.toml, setup.cfg, setup.py or .git."""
-    folder = Path(os.path.abspath(path)).parent
-    for candidate in (folder, *folder.parents):
+    return _folder_project_root(os.path.dirname(os.path.abspath(path)))
+
+
+@lru_cache(maxsize=4096)
+def _folder_project_root(folder: str) -> Optional[Path]:
+    """Asked once per folder and process: a run over a tree asks for every file."""
+    for candidate in (Path(folder), *Path(folder).parents):
         if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
             return candidate
     return None

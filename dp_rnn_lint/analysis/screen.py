@@ -94,28 +94,31 @@ def may_inherit_text(data: bytes) -> bool:
 
 
 def inherits_from_elsewhere(tree: ast.Module) -> bool:
-    """Whether a class with its own forward derives from, or calls, a name imported from outside torch (a
-    class or function of another file of the project, or of another package), which may build the RNN
-    forward runs."""
+    """Whether a class with its own forward derives from a name imported from outside torch, or the file
+    stores on self what such a name returns (`self.rnn = build_rnn(...)`): a class or factory of another
+    file of the project, or of another package, may build the RNN forward runs."""
     nodes = walk(tree)
     imported = {}
+    used = []
     for node in nodes:
-        if isinstance(node, ast.ImportFrom):
+        kind = type(node)
+        if kind is ast.ImportFrom:
             for alias in node.names:
                 imported[alias.asname or alias.name] = node.level > 0 or not (node.module or "").startswith("torch")
-        elif isinstance(node, ast.Import):
+        elif kind is ast.Import:
             for alias in node.names:
                 imported[(alias.asname or alias.name).split(".")[0]] = not alias.name.startswith("torch")
-    for node in nodes:
-        if isinstance(node, ast.ClassDef) and any(isinstance(item, _FUNCTIONS) and item.name == "forward"
-                                                  for item in node.body):
-            used = [base.value if isinstance(base, ast.Subscript) else base for base in node.bases]
-            used += [inner.func for inner in ast.walk(node) if isinstance(inner, ast.Call)]
-            for root in used:
-                while isinstance(root, ast.Attribute):
-                    root = root.value
-                if isinstance(root, ast.Name) and imported.get(root.id):
-                    return True
+        elif kind is ast.ClassDef:
+            if any(isinstance(item, _FUNCTIONS) and item.name == "forward" for item in node.body):
+                used += [base.value if isinstance(base, ast.Subscript) else base for base in node.bases]
+        elif kind is ast.Assign and type(node.value) is ast.Call and any(
+                isinstance(target, (ast.Attribute, ast.Tuple)) for target in node.targets):
+            used.append(node.value.func)
+    for root in used:
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and imported.get(root.id):
+            return True
     return False
 
 
