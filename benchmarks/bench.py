@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""Time dp-rnn-lint beside flake8, ruff and torchfix on three corpora, and write benchmarks/RESULTS.md.
+"""Time dp-rnn-lint beside flake8, ruff and torchfix on several corpora, and write benchmarks/RESULTS.md.
 
 Corpora (built under benchmarks/.corpora/ on first use, reused while their recipe is unchanged):
   torch-subset   the .py files of the installed torch package's nn/, optim/, utils/, ao/ and export/
   candidates     model files generated from the buggy fixtures: every file holds RNNs, a pack/pad
                  pipeline and a DataParallel wrap, so no file can be skipped
   scale-N        the torch subset copied over and over, N files (2,000 and 20,000)
+  real-models    2,500 files of real model code: the .py files of the real-world repositories
+                 (benchmarks/realworld/manifest.json), materialised from git mirrors (--mirrors) by
+                 benchmarks/realworld.py and copied until there are 2,500, under one pyproject.toml;
+                 also the project of the one-file run with a warm cache (as pre-commit runs it)
 
 Tools run one after another within a round, in turn, for several rounds; each run's wall time and peak
 memory are recorded, and the tables give medians, min-max and ratios to dp-rnn-lint. flake8 without our
@@ -14,6 +18,7 @@ first use under benchmarks/.venvs/.
 
     python benchmarks/bench.py            # the full benchmark (tens of minutes: torchfix is slow)
     python benchmarks/bench.py --quick    # tiny corpora, one run: checks that the script works
+    python benchmarks/bench.py --mirrors DIR   # with the real-models parts (DIR: owner+name/repo mirrors)
 """
 
 from __future__ import annotations
@@ -40,13 +45,21 @@ import time
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 TORCH_SUBSET_DIRS = ("nn", "optim", "utils", "ao", "export")
 # Bump when the way corpora are built changes, so corpora built the old way are rebuilt.
-CORPUS_RECIPE = 1
+CORPUS_RECIPE = 2
+# Every corpus is a project of its own: dp-rnn-lint indexes the project root of the files it lints (the
+# nearest folder upward with pyproject.toml, setup.cfg, setup.py or .git), which would otherwise be this
+# checkout, every corpus under benchmarks/.corpora together.
+CORPUS_PYPROJECT = b"""# A benchmark corpus, a project of its own (see benchmarks/README.md).
+[project]
+name = "benchmark-corpus"
+version = "0"
+"""
 
 # Sizes: (full, --quick).
 TORCH_SUBSET_QUICK_FILES = 20
@@ -54,9 +67,14 @@ CANDIDATE_FILES = (2000, 6)
 TORCHFIX_SLICE_FILES = (200, 3)
 SCALE_FILES = ((2000, 20000), (20, 200))
 CANDIDATES_PER_FOLDER = 100
+REAL_MODEL_FILES = (2500, 60)
+ONE_FILE_RUNS = (10, 1)
+MIRRORS_ENV = "DP_RNN_LINT_MIRRORS"
+# What makes a folder a project root for dp-rnn-lint (dp_rnn_lint.analysis.project.PROJECT_MARKERS).
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 
 TOOL_KEYS = ("flake8-dpr", "flake8", "ruff", "torchfix")
-SECTION_KEYS = ("torch-subset", "candidates", "cache", "fix", "scale")
+SECTION_KEYS = ("torch-subset", "candidates", "cache", "fix", "scale", "real-models", "one-file")
 
 # The targets of issue #6; each names how its figure is judged.
 TARGET_RUFF_RATIO = 1.0
@@ -67,6 +85,10 @@ TARGET_SCALE_RATE_RATIO = 0.8
 TARGET_SCALE_PEAK_MB = 300.0
 TARGET_CACHE_RATIO = 0.2
 TARGET_FIX_RATIO = 2.0
+# The targets of issue #16.
+TARGET_RUFF_RATIO_16 = 0.5
+TARGET_REAL_RUFF_RATIO = 0.5
+TARGET_ONE_FILE_EXTRA_S = 0.3
 
 
 def log(message: str) -> None:
@@ -216,7 +238,8 @@ def corpus_ready(root: Path, recipe: dict) -> bool:
 
 
 def build_corpus(root: Path, recipe: dict, files: Callable[[], Iterable[Tuple[str, bytes]]]) -> None:
-    """Write (relative path, content) files under root unless the same recipe already built it."""
+    """Write (relative path, content) files under root, and a pyproject.toml at the root unless they hold
+    one (the corpus is a project of its own), unless the same recipe already built it."""
     if corpus_ready(root, recipe):
         return
     log(f"building corpus {root.name} ...")
@@ -224,10 +247,13 @@ def build_corpus(root: Path, recipe: dict, files: Callable[[], Iterable[Tuple[st
     manifest.unlink(missing_ok=True)
     if root.exists():
         shutil.rmtree(root)
+    root.mkdir(parents=True)
     for relative, content in files():
         target = root / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(content)
+    if not (root / "pyproject.toml").exists():
+        (root / "pyproject.toml").write_bytes(CORPUS_PYPROJECT)
     manifest.write_text(json.dumps(recipe))
 
 
@@ -469,6 +495,133 @@ def expected_candidate_findings(count: int) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------
+# The real-models corpus: the real-world repositories' Python files, materialised by realworld.py
+
+
+def realworld_module():
+    """benchmarks/realworld.py, imported (its materialise() and manifest are reused, not copied)."""
+    if "realworld" in sys.modules:
+        return sys.modules["realworld"]
+    spec = importlib.util.spec_from_file_location("realworld", REPO / "benchmarks" / "realworld.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["realworld"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def real_world_trees(mirrors: Path, work: Path) -> Tuple[List[Tuple[str, Path]], List[Tuple[str, str]], str]:
+    """([(owner+name, materialised tree)], [(repo, commit)], '') or ([], [], why not): each repository of
+    the real-world manifest at its commit, from the mirrors, by realworld.materialise (reused when done)."""
+    realworld = realworld_module()
+    try:
+        manifest = realworld.load_manifest(realworld.MANIFEST)
+    except (OSError, ValueError, SystemExit) as problem:
+        return [], [], f"the real-world manifest could not be read ({problem})"
+    pinned = [(repository["repo"], repository["commit"]) for repository in manifest["repositories"]]
+    trees = []
+    for repository in manifest["repositories"]:
+        try:
+            tree = realworld.materialise(mirrors, repository, work)
+        except SystemExit as problem:  # realworld.py's way of saying a mirror is missing
+            return [], [], str(problem).replace(str(mirrors), "<mirrors>").removeprefix("error: ")
+        except (OSError, subprocess.CalledProcessError) as problem:
+            return [], [], f"{repository['repo']} could not be materialised from its mirror ({problem.__class__.__name__})"
+        trees.append((repository["repo"].replace("/", "+"), tree))
+    return trees, pinned, ""
+
+
+def real_model_sources(trees: List[Tuple[str, Path]]) -> List[Tuple[Path, str]]:
+    """(file, owner+name/path) for every .py file of the trees, repository after repository, in a stable
+    order; setup.py files are left out, since each would make its folder a project root of its own."""
+    files = []
+    for name, tree in trees:
+        for path in sorted(tree.rglob("*.py")):
+            relative = path.relative_to(tree)
+            if path.is_file() and path.name not in PROJECT_MARKERS and "__pycache__" not in relative.parts:
+                files.append((path, f"{name}/{relative.as_posix()}"))
+    return files
+
+
+def real_model_files(sources: List[Tuple[Path, str]], count: int) -> Callable[[], Iterator[Tuple[str, bytes]]]:
+    """The corpus: the sources copied over and over into copy_000/, copy_001/, ... (each copy keeps the
+    repositories' layout, so packages and relative imports work inside it) until there are `count`
+    files, and one pyproject.toml at the root, so that the whole corpus is one project."""
+    def files() -> Iterator[Tuple[str, bytes]]:
+        yield "pyproject.toml", CORPUS_PYPROJECT
+        yield from copied(sources, count)()
+    return files
+
+
+def _imported_from_project(tree: ast.Module) -> Set[str]:
+    """Names a module binds with `from X import name` where X is relative or not torch's."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or not (node.module or "").startswith("torch")):
+            names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+def pick_one_model_file(root: Path) -> Tuple[Optional[Path], str]:
+    """A model file of the corpus for the one-file run, and what it is: best, one that builds an nn.LSTM
+    in a class whose base is imported from another file of the project, at a path no other copy holds
+    (a copied package's modules have two homes, which the index cannot tell apart); else one that
+    builds an nn.LSTM; else any file that mentions nn.Module."""
+    files = python_files(root)
+    tails: Dict[str, int] = {}
+    for path in files:
+        tail = path.relative_to(root).as_posix().split("/", 1)[-1]
+        tails[tail] = tails.get(tail, 0) + 1
+    best: Dict[int, Path] = {}
+    for path in files:
+        try:
+            source = path.read_bytes()
+            tree = ast.parse(source) if b"LSTM" in source or b"nn.Module" in source else None
+        except (OSError, SyntaxError, ValueError):
+            continue
+        if tree is None:
+            continue
+        lstm = b"nn.LSTM(" in source
+        imported = _imported_from_project(tree)
+        cross_file = any(isinstance(node, ast.ClassDef) and any(
+            isinstance(base, ast.Name) and base.id in imported for base in node.bases) for node in ast.walk(tree))
+        unique = tails[path.relative_to(root).as_posix().split("/", 1)[-1]] == 1
+        rank = 0 if lstm and cross_file and unique else 1 if lstm and cross_file else 2 if lstm else 3
+        best.setdefault(rank, path)
+        if rank == 0:
+            break
+    what = {0: "builds an nn.LSTM in a class whose base is imported from another file of the project",
+            1: "builds an nn.LSTM in a class whose base is imported from another file (in a copied package)",
+            2: "builds an nn.LSTM", 3: "mentions nn.Module"}
+    for rank in sorted(best):
+        return best[rank], what[rank]
+    return None, "no model file in the corpus"
+
+
+def marker_above(folder: Path) -> Optional[Path]:
+    """The first project marker in the folder or above it, if any."""
+    for candidate in (folder, *folder.parents):
+        for marker in PROJECT_MARKERS:
+            if (candidate / marker).exists():
+                return candidate / marker
+    return None
+
+
+def folder_outside_any_project() -> Tuple[Optional[Path], str]:
+    """A new, empty folder with no project marker in it or above it, or None and why not."""
+    candidates = [Path(tempfile.gettempdir()), Path("/var/tmp"), Path("/dev/shm")]
+    seen = []
+    for base in candidates:
+        base = base.resolve()
+        if base in seen or not base.is_dir() or not os.access(base, os.W_OK):
+            continue
+        seen.append(base)
+        if marker_above(base) is None:
+            return Path(tempfile.mkdtemp(prefix="dp-rnn-lint-one-file-", dir=base)), ""
+    return None, ("every temporary folder here lies inside a project (a pyproject.toml, setup.cfg, setup.py "
+                  "or .git above it), so there is no place outside any project to run in")
+
+
+# ---------------------------------------------------------------------------------------------------
 # Tools
 
 
@@ -651,12 +804,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--venv-dir", type=Path, default=REPO / "benchmarks" / ".venvs",
                         help="where the other tools' virtual environments are kept (default: benchmarks/.venvs)")
     parser.add_argument("--runs", type=int, default=None,
-                        help="runs of each tool on each corpus (default: 5 on the torch subset, 3 on the others; "
-                             "1 with --quick)")
+                        help="runs of each tool on each corpus (default: 5 on the torch subset, 10 for each one-file row, "
+                             "3 on the others; 1 with --quick)")
     parser.add_argument("--torchfix-runs", type=int, default=None,
                         help="runs of torchfix, which is slow (default: 2; 1 with --quick)")
     parser.add_argument("--torchfix-slice", type=int, default=None,
                         help="files of the all-candidates corpus that torchfix is timed on (default: 200)")
+    parser.add_argument("--mirrors", type=Path, default=os.environ.get(MIRRORS_ENV) or None, metavar="DIR",
+                        help="folder of git mirrors of the real-world repositories (owner+name/repo, as "
+                             "benchmarks/realworld.py reads them), for the real-models corpus and the one-file "
+                             f"run in it (default: ${MIRRORS_ENV}; without them both parts are not run)")
     parser.add_argument("--skip", action="append", default=[], metavar="NAME",
                         help=f"leave out a tool ({', '.join(TOOL_KEYS)}) or a part ({', '.join(SECTION_KEYS)}); "
                              "repeatable, or comma-separated")
@@ -723,7 +880,33 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             add_corpus(f"scale-{count}", {"torch": torch_version, "files": count}, copied(torch_sources, count),
                        f"the torch subset copied over and over: {count:,} files")
 
+    # The real-models corpus, from the mirrors; without them its parts are reported as not run.
+    real_n = REAL_MODEL_FILES[quick]
     facts: Dict[str, str] = {}
+    real_problem = ""
+    if "real-models" in args.skip and "one-file" in args.skip:
+        real_problem = "skipped with --skip"
+    elif args.mirrors is None:
+        real_problem = f"no mirrors of the real-world repositories (--mirrors DIR or ${MIRRORS_ENV})"
+    elif not args.mirrors.is_dir():
+        real_problem = "the --mirrors folder does not exist"
+    else:
+        trees, pinned, real_problem = real_world_trees(args.mirrors.resolve(), corpus_dir / "realworld")
+        sources = real_model_sources(trees) if trees else []
+        if trees and not sources:
+            real_problem = "the real-world repositories hold no .py files"
+        if not real_problem:
+            add_corpus("real-models", {"repositories": pinned, "sources": len(sources), "files": real_n},
+                       real_model_files(sources, real_n),
+                       f"the {len(sources):,} .py files (setup.py left out) of the {len(trees)} real-world "
+                       "repositories at their commits (benchmarks/realworld/manifest.json), copied into numbered "
+                       f"copies with their layout until there are {real_n:,}; one project: a pyproject.toml at "
+                       "the root")
+            facts["real-models-sources"] = f"{len(sources):,} files from {len(trees)} repositories"
+    if real_problem:
+        log(f"real models: not run: {real_problem}")
+        facts["real-models-problem"] = real_problem
+
     tables: Dict[str, List[Series]] = {}
 
     def row(tool: Tool, argv: List[str], corpus: str, runs: int, key: str = "", label: str = "", prepare=None) -> Step:
@@ -804,16 +987,96 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         run_rounds("scale", steps, big_runs)
         tables["scale"] = [step.series for step in steps]
 
+    # 4. Real models: ours and ruff side by side on 2,500 files of real model code, one project
+    if "real-models" not in args.skip:
+        if "real-models" in corpora:
+            steps = [row(ours, lint, "real-models", big_runs),
+                     row(others["ruff"], others["ruff"].argv, "real-models", big_runs)]
+            warm_up(steps)
+            run_rounds("real models", steps, big_runs)
+            tables["real-models"] = [step.series for step in steps]
+        else:
+            tables["real-models"] = [Series(key, label, "", 0, problem=f"not run: {real_problem}")
+                                     for key, label in (("dp-rnn-lint", ours.label), ("ruff", others["ruff"].label))]
+
+    # 5. One file in that project with a warm cache, against the same file outside any project
+    if "one-file" not in args.skip:
+        tables["one-file"] = one_file_runs(ours, corpora.get("real-models"), cache_root, env,
+                                           args.runs or ONE_FILE_RUNS[quick], real_problem, facts)
+
     shutil.rmtree(cache_root, ignore_errors=True)
     facts["duration"] = f"{(time.time() - started) / 60:.1f} min"
     report = render(args, ours, others, has, corpora, tables, facts, cores,
-                    dict(small=small_runs, big=big_runs, torchfix=torchfix_runs))
+                    dict(small=small_runs, big=big_runs, torchfix=torchfix_runs,
+                         one=args.runs or ONE_FILE_RUNS[quick]))
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(report)
     log(f"wrote {args.output}")
     targets = report[report.index("## Targets"):].split("\n\n## ")[0]
     print(targets)
     return 0
+
+
+ONE_FILE_ROWS = (("one-file-inside", "inside the project, file unchanged"),
+                 ("one-file-outside", "outside any project, file unchanged"),
+                 ("one-file-inside-edited", "inside the project, file edited before each run"),
+                 ("one-file-outside-edited", "outside any project, file edited before each run"))
+
+
+def one_file_runs(ours: Tool, corpus: Optional[Corpus], cache_root: Path, env: Dict[str, str], runs: int,
+                  problem: str, facts: Dict[str, str]) -> List[Series]:
+    """`dp-rnn-lint FILE` as pre-commit runs it after a first run (result cache and index cache warm):
+    FILE in the real-models project (whose every file the index reads) and a copy of FILE in a folder
+    outside any project, in turn; then the same with FILE edited before each run, as pre-commit passes
+    changed files (no result-cache hit; the index re-reads that one file)."""
+    rows = [Series(key, label, "", 1) for key, label in ONE_FILE_ROWS]
+    if corpus is None:
+        for series in rows:
+            series.problem = f"not run: {problem or 'no real-models corpus'}"
+        return rows
+    chosen, what = pick_one_model_file(corpus.root)
+    outside, why = folder_outside_any_project()
+    if chosen is None or outside is None:
+        if outside is not None:
+            shutil.rmtree(outside, ignore_errors=True)
+        for series in rows:
+            series.problem = f"not run: {why if chosen is not None else what}"
+        return rows
+    original = chosen.read_bytes()
+    copy = outside / chosen.name
+    copy.write_bytes(original)
+    relative = chosen.relative_to(corpus.root).as_posix()
+    facts["one-file"] = f"`{relative}` ({len(original) / 1000:.1f} kB): it {what}"
+    # As the pre-commit hook runs it (entry: dp-rnn-lint --force-exclude), from the project's root.
+    base = ours.argv + ["--force-exclude"]
+    places = {"inside": (corpus.root, relative, cache_root / "one-file-inside", chosen),
+              "outside": (outside, copy.name, cache_root / "one-file-outside", copy)}
+    edits = iter(range(1_000_000))
+    steps = []
+    for series in rows:
+        place = "inside" if "inside" in series.key else "outside"
+        cwd, name, cache, path = places[place]
+        argv = base + ["--cache-dir", str(cache), name]
+        series.command = shown(base + ["--cache-dir", "<cache>"], "<file>")
+
+        def edit(path: Path = path) -> None:
+            path.write_bytes(original + f"# edited before run {next(edits)}\n".encode())
+        steps.append(Step(series, argv, cwd, env, runs, edit if series.key.endswith("-edited") else None))
+    try:
+        for place, (cwd, name, cache, path) in places.items():
+            shutil.rmtree(cache, ignore_errors=True)
+            try:  # the first run, untimed: fills the result cache and the project index's cache
+                measure(base + ["--cache-dir", str(cache), name], cwd, env)
+            except ToolFailed as failure:
+                for series in rows:
+                    if place in series.key:
+                        series.problem = f"failed ({failure})"
+        run_rounds("one file", steps[:2], runs)
+        run_rounds("one file, edited", steps[2:], runs)
+    finally:
+        chosen.write_bytes(original)
+        shutil.rmtree(outside, ignore_errors=True)
+    return rows
 
 
 def check_candidates(ours_argv: List[str], corpus_dir: Path, env: Dict[str, str], corpus: Corpus) -> str:
@@ -873,8 +1136,9 @@ def seconds(value: float) -> str:
     return f"{value:.2f}" if value < 100 else f"{value:.0f}"
 
 
-def series_table(rows: List[Series], reference: Optional[Series], rates: bool = False) -> List[str]:
-    head = "| tool | runs | median s | min–max s | ratio to dp-rnn-lint | peak RSS MB |"
+def series_table(rows: List[Series], reference: Optional[Series], rates: bool = False,
+                 ratio_to: str = "dp-rnn-lint") -> List[str]:
+    head = f"| tool | runs | median s | min–max s | ratio to {ratio_to} | peak RSS MB |"
     rule = "| --- | ---: | ---: | ---: | ---: | ---: |"
     if rates:
         head = "| tool | files | runs | median s | min–max s | files/s | peak RSS MB |"
@@ -912,7 +1176,8 @@ def target_row(name: str, needed: List[Optional[Series]], figure: Callable[[], T
     return f"| {name} | {details} | {'met' if met(value) else '**missed**'} |"
 
 
-def targets(tables: Dict[str, List[Series]], has: Dict[str, bool], scale_sizes: Tuple[int, int]) -> List[str]:
+def targets(tables: Dict[str, List[Series]], has: Dict[str, bool], scale_sizes: Tuple[int, int],
+            real_files: int = REAL_MODEL_FILES[0]) -> List[str]:
     lines = ["| target | measured | result |", "| --- | --- | --- |"]
 
     def ratio(a: Series, b: Series, digits: int = 2) -> Tuple[float, str]:
@@ -963,6 +1228,26 @@ def targets(tables: Dict[str, List[Series]], has: Dict[str, bool], scale_sizes: 
                             [cold, warm], cache, lambda f: f <= TARGET_CACHE_RATIO))
     lines.append(target_row(f"all candidates: --fix ≤ {TARGET_FIX_RATIO:.0f}× the time of linting", [fix, ours],
                             lambda: ratio(fix, ours), lambda f: f <= TARGET_FIX_RATIO))
+
+    # Issue #16: measured side by side in the same run.
+    ours, ruff = find(subset, "dp-rnn-lint"), find(subset, "ruff")
+    lines.append(target_row(f"#16 torch subset: dp-rnn-lint wall time ≤ {TARGET_RUFF_RATIO_16:.1f}× ruff's",
+                            [ours, ruff], lambda: ratio(ours, ruff), lambda f: f <= TARGET_RUFF_RATIO_16))
+    real = tables.get("real-models", [])
+    ours, ruff = find(real, "dp-rnn-lint"), find(real, "ruff")
+    lines.append(target_row(f"#16 real models ({real_files:,} files of real model code, one project): dp-rnn-lint "
+                            f"wall time ≤ {TARGET_REAL_RUFF_RATIO:.1f}× ruff's", [ours, ruff],
+                            lambda: ratio(ours, ruff), lambda f: f <= TARGET_REAL_RUFF_RATIO))
+    one = tables.get("one-file", [])
+    inside, outside = find(one, "one-file-inside"), find(one, "one-file-outside")
+
+    def extra() -> Tuple[float, str]:
+        value = inside.median - outside.median
+        return value, (f"{value:+.3f} s ({inside.median:.3f} s inside vs {outside.median:.3f} s outside, "
+                       f"medians of {len(inside.samples)})")
+    lines.append(target_row(f"#16 one file inside a {real_files:,}-file project, warm cache: ≤ "
+                            f"{TARGET_ONE_FILE_EXTRA_S:.1f} s more wall time than the same file outside any project",
+                            [inside, outside], extra, lambda f: f <= TARGET_ONE_FILE_EXTRA_S))
     return lines
 
 
@@ -971,7 +1256,8 @@ def render(args: argparse.Namespace, ours: Tool, others: Dict[str, Tool], has: D
            runs: Dict[str, int]) -> str:
     scale_sizes = SCALE_FILES[args.quick]
     out = ["# Benchmark results", ""]
-    out.append("Written by `python benchmarks/bench.py" + (" --quick" if args.quick else "") +
+    out.append("Written by `python benchmarks/bench.py" + (" --quick" if args.quick else "")
+               + (" --mirrors DIR" if args.mirrors else "") + (f" --skip {','.join(sorted(args.skip))}" if args.skip else "") +
                "`; run it again to regenerate this file (see benchmarks/README.md). Do not edit it by hand.")
     if args.quick:
         out += ["", "**--quick: tiny corpora and one run each, to check the script works; the figures mean nothing.**"]
@@ -983,10 +1269,13 @@ def render(args: argparse.Namespace, ours: Tool, others: Dict[str, Tool], has: D
             f"| system | {platform.system()} {platform.release()} |",
             f"| Python | {platform.python_version()} |",
             f"| runs | {runs['small']} per tool on the torch subset, {runs['big']} on the other corpora, "
-            f"{runs['torchfix']} for torchfix |",
+            f"{runs['torchfix']} for torchfix, {runs['one']} for each one-file row |",
             f"| time taken | {facts.get('duration', '?')} |", ""]
 
-    out += ["## Targets", ""] + targets(tables, has, scale_sizes) + [""]
+    out += ["## Targets", ""] + targets(tables, has, scale_sizes, REAL_MODEL_FILES[args.quick]) + [""]
+    if "real-models-problem" in facts:
+        out += [f"The real-models corpus was not built: {facts['real-models-problem']}; its two parts were not run.",
+                ""]
 
     out += ["## Tools", "", "| tool | version | command |", "| --- | --- | --- |"]
     out.append(f"| dp-rnn-lint | {ours.version} | `{shown(ours.argv + (['--no-cache'] if has['cache'] else []), '<corpus>')}` |")
@@ -1031,6 +1320,31 @@ def render(args: argparse.Namespace, ours: Tool, others: Dict[str, Tool], has: D
         out += ["## 3. scale", ""]
         out += series_table(tables["scale"], None, rates=True) + [""]
 
+    if "real-models" in tables:
+        rows = tables["real-models"]
+        files = corpora["real-models"].files if "real-models" in corpora else REAL_MODEL_FILES[args.quick]
+        out += [f"## 4. real models ({files:,} files)", ""]
+        out += series_table(rows, find(rows, "dp-rnn-lint")) + [""]
+        if "real-models-sources" in facts:
+            out += [f"Made from {facts['real-models-sources']}; the corpus is one project (a pyproject.toml at its "
+                    "root), so dp-rnn-lint indexes all of it once a file needs the analysis.", ""]
+
+    if "one-file" in tables:
+        rows = tables["one-file"]
+        out += ["## 5. one file in a project, warm cache", ""]
+        out += series_table(rows, find(rows, "one-file-outside"), ratio_to="outside, unchanged") + [""]
+        out.append("Every row is dp-rnn-lint on one file. "
+                   + (f"The file: {facts['one-file']}. " if "one-file" in facts else "")
+                   + "Each place has its own cache folder, filled by one untimed run first; the rows then run in "
+                   "turn, from the project's root (inside) or the file's folder (outside), with the pre-commit "
+                   "hook's `--force-exclude`: `" + (rows[0].command or "dp-rnn-lint --cache-dir <cache> <file>")
+                   + "`. Inside, dp-rnn-lint finds the project root (pyproject.toml) and indexes the whole project "
+                   "(its cache holds the index: every file is checked by size and modification time); outside, "
+                   "the index holds the one file. The rows with the file edited before each run are what "
+                   "pre-commit does after a change: the result cache misses and the index reads that one file "
+                   "again; they are shown for information, the target is the unchanged pair.")
+        out.append("")
+
     out += ["## How it is measured", "",
             "- Wall time: `time.perf_counter()` around each tool's process, from start to exit.",
             "- Rounds: in each round every tool runs once, one after another, each round starting one tool later; "
@@ -1043,7 +1357,12 @@ def render(args: argparse.Namespace, ours: Tool, others: Dict[str, Tool], has: D
             "packages it installs (every other tool here) and Python does on a first import; PYTHONDONTWRITEBYTECODE "
             f"is {'set' if os.environ.get('PYTHONDONTWRITEBYTECODE') else 'not set'} in this environment, which "
             "would otherwise make an editable install compile its source again at every start.",
-            "- Ratio to dp-rnn-lint: the row's median over dp-rnn-lint's median on the same corpus.", ""]
+            "- Ratio to dp-rnn-lint: the row's median over dp-rnn-lint's median on the same corpus.",
+            "- Projects: every corpus has a pyproject.toml at its root, so that it is a project of its own: "
+            "dp-rnn-lint indexes the project root of the files it lints (the nearest folder upward with "
+            "pyproject.toml, setup.cfg, setup.py or .git), which would otherwise be the checkout holding every corpus.",
+            "- Real models: the repositories' Python files are materialised from local git mirrors by "
+            "benchmarks/realworld.py (`--mirrors DIR`); without mirrors those parts are reported as not run.", ""]
     return "\n".join(out) + "\n"
 
 

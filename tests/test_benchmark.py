@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -26,10 +27,12 @@ def load_bench():
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("bench")
+    # No mirrors of the real-world repositories, as in CI, whatever this machine has.
+    env = {key: value for key, value in os.environ.items() if key != "DP_RNN_LINT_MIRRORS"}
     result = subprocess.run(
         [sys.executable, str(BENCH), "--quick", "--output", str(folder / "RESULTS.md"),
          "--corpus-dir", str(folder / "corpora"), "--venv-dir", str(folder / "venvs")],
-        capture_output=True, text=True, timeout=180,
+        capture_output=True, text=True, timeout=180, env=env,
     )
     assert result.returncode == 0, result.stderr
     return folder, (folder / "RESULTS.md").read_text()
@@ -42,11 +45,63 @@ def test_quick_run_writes_a_table_per_corpus_and_the_targets(quick_run):
     assert "| cores (nproc) |" in results and "| date |" in results
     targets = results.split("## Targets")[1].split("\n## ")[0]
     rows = [line for line in targets.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert len(rows) == 8
+    assert len(rows) == 11
     assert all(row.rstrip().endswith(("| met |", "| **missed** |", "| not measured |")) for row in rows)
     # ours runs everywhere, so the targets that need only ours are measured
     assert "a second run over an unchanged tree" in targets and "--fix ≤ 2×" in targets
     assert "| dp-rnn-lint | 1 |" in results
+
+
+def test_without_mirrors_the_real_model_parts_are_reported_as_not_run(quick_run):
+    folder, results = quick_run
+    targets = results.split("## Targets")[1].split("\n## ")[0]
+    why = "not run: no mirrors of the real-world repositories (--mirrors DIR or $DP_RNN_LINT_MIRRORS)"
+    for name in ("#16 real models", "#16 one file inside a"):
+        row = next(line for line in targets.splitlines() if line.startswith(f"| {name}"))
+        assert why in row and row.rstrip().endswith("| not measured |")
+    assert "#16 torch subset: dp-rnn-lint wall time ≤ 0.5× ruff's" in targets
+    assert "## 4. real models" in results and "## 5. one file in a project, warm cache" in results
+    assert not (folder / "corpora" / "real-models").exists()
+
+
+def test_real_models_corpus_is_one_project_of_numbered_copies(tmp_path):
+    bench = load_bench()
+    tree = tmp_path / "owner+repo"
+    (tree / "pkg" / "models").mkdir(parents=True)
+    (tree / "pkg" / "__init__.py").write_text("")
+    (tree / "pkg" / "models" / "__init__.py").write_text("")
+    (tree / "pkg" / "models" / "base.py").write_text("from torch import nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    (tree / "pkg" / "models" / "rnn.py").write_text(
+        "from torch import nn\n\nfrom .base import Base\n\n\nclass Encoder(Base):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.rnn = nn.LSTM(4, 4)\n")
+    (tree / "setup.py").write_text("from setuptools import setup\nsetup()\n")
+    sources = bench.real_model_sources([("owner+repo", tree)])
+    assert [relative for _, relative in sources] == [
+        "owner+repo/pkg/__init__.py", "owner+repo/pkg/models/__init__.py", "owner+repo/pkg/models/base.py",
+        "owner+repo/pkg/models/rnn.py"]  # setup.py would make each copy a project of its own
+    files = dict(bench.real_model_files(sources, 10)())
+    assert "pyproject.toml" in files
+    names = [name for name in files if name.endswith(".py")]
+    assert len(names) == 10
+    assert "copy_000/owner+repo/pkg/models/rnn.py" in names and "copy_002/owner+repo/pkg/models/__init__.py" in names
+    root = tmp_path / "corpus"
+    for name, content in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(content)
+    chosen, what = bench.pick_one_model_file(root)
+    # copy_002 holds no rnn.py, so copy_000's and copy_001's are the same module twice: not unique
+    assert chosen.name == "rnn.py" and "imported from another file" in what
+
+
+def test_the_folder_outside_any_project_has_no_marker_above_it():
+    bench = load_bench()
+    folder, why = bench.folder_outside_any_project()
+    if folder is None:
+        pytest.skip(why)
+    try:
+        assert bench.marker_above(folder) is None
+    finally:
+        folder.rmdir()
 
 
 def test_quick_run_makes_no_virtual_environment_and_says_why_a_tool_did_not_run(quick_run):
@@ -81,6 +136,9 @@ def test_torch_subset_and_scale_corpora_have_the_quick_sizes(quick_run):
     corpora = folder / "corpora"
     assert len(list((corpora / "torch-subset").rglob("*.py"))) == 20
     assert len(list((corpora / "scale-200").rglob("*.py"))) == 200
+    # each corpus is a project of its own, not part of the checkout that holds it
+    for name in ("torch-subset", "candidates", "candidates-slice", "scale-20", "scale-200"):
+        assert (corpora / name / "pyproject.toml").is_file()
 
 
 def test_renaming_a_fixture_leaves_attributes_and_other_names_alone():
