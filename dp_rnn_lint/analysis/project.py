@@ -27,7 +27,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..files import module_name_for, resolve_relative_import
 from .ast_walk import child_nodes
-from .screen import RNN_WORD, may_inherit_text
+from .screen import may_inherit_text
 from .torch_names import MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, canonical, is_module_base, rnn_kind
 
 # What DataParallel is called under torch's public spellings; the function form takes the module first too.
@@ -70,10 +70,14 @@ def _text_flags(data: bytes) -> int:
 
 def _mentions_rnn(data: bytes) -> bool:
     """Whether the file can build an RNN at all: a base or factory of another file matters only then."""
-    # The substring tests are much faster than the regular expression on the many files that fail them.
-    if b"RNN" not in data and b"LSTM" not in data and b"GRU" not in data and b"getattr" not in data:
+    # An RNN's name, not just `getattr` (which most large files use for other things). The substring
+    # tests are much faster than the regular expression on the many files that fail them.
+    if b"RNN" not in data and b"LSTM" not in data and b"GRU" not in data:
         return False
-    return RNN_WORD.search(data) is not None
+    return _RNN_NAME.search(data) is not None
+
+
+_RNN_NAME = re.compile(rb"\b(?:RNN|LSTM|GRU)\b")
 
 
 # How far names are followed (assignments, factories, re-exports) before giving up.
