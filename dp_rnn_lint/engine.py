@@ -383,6 +383,15 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
     return _FirstLook(True, python_error, tree=tree)
 
 
+def _inherited_look(source: Union[str, bytes], codes: Sequence[str], look: _FirstLook,
+                    context: FileContext) -> _FirstLook:
+    """The first look again, forced, for a file the cheap stages rule out whose classes the project says
+    may run an RNN built in another file (a base, an imported factory, an RNN handed in)."""
+    if look.needs_analysis or not look.may_inherit or not context.rnn_elsewhere or not set(codes) & RNN_CODES:
+        return look
+    return _first_look(source, codes, look.tree, force=True)
+
+
 def check_source(source: Union[str, bytes], path: str = "", selection: Selection = Selection(),
                  tree: Optional[ast.Module] = None,
                  context: Union[FileContext, Callable[[], FileContext], None] = None) -> List[Finding]:
@@ -395,9 +404,7 @@ def check_source(source: Union[str, bytes], path: str = "", selection: Selection
         return []
     if isinstance(context, FileContext):
         codes = screened_codes(all_codes, context)
-        look = _first_look(source, codes, tree) if codes else None
-        if look is not None and look.may_inherit and context.rnn_elsewhere:
-            look = _first_look(source, codes, look.tree or tree, force=True)
+        look = _inherited_look(source, codes, _first_look(source, codes, tree), context) if codes else None
     else:
         # The cheap stages first, with every code: most files end there, and then no index is needed.
         look = _first_look(source, all_codes, tree)
@@ -405,10 +412,7 @@ def check_source(source: Union[str, bytes], path: str = "", selection: Selection
             return []
         context = own_context(source, path) if context is None else context()
         codes = screened_codes(all_codes, context)
-        if not look.needs_analysis:
-            if not (context.rnn_elsewhere and set(codes) & RNN_CODES):
-                return []
-            look = _first_look(source, codes, look.tree or tree, force=True)
+        look = _inherited_look(source, codes, look, context)
     if not codes or look is None or not look.needs_analysis:
         return []
     rules = [rule for rule in selection.rules() if rule.code in codes]
@@ -491,9 +495,7 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
     try:
         # With no code left for this file, still the cheap stages: a file that cannot be read or parsed
         # gets its error line whatever the scope.
-        look = _first_look(source, codes or all_codes)
-        if codes and look.may_inherit and context.rnn_elsewhere:
-            look = _first_look(source, codes, look.tree, force=True)
+        look = _inherited_look(source, codes, _first_look(source, codes or all_codes), context)
     except FileProblem as problem:
         result.problem = str(problem)
         return result

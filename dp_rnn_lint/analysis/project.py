@@ -84,7 +84,7 @@ _RNN_NAME = re.compile(rb"\b(?:RNN|LSTM|GRU)\b")
 _MAX_DEPTH = 12
 _SITE_TEXT_LIMIT = 60
 # The cache format; bump when the summary's shape changes.
-_SUMMARY_FORMAT = 5
+_SUMMARY_FORMAT = 6
 
 UNKNOWN = None  # a value the summary cannot name (a parameter, a subscript...)
 # What the project's bases say of a class.
@@ -372,7 +372,7 @@ def _own_nodes(scope: ast.AST, types) -> Iterable[ast.AST]:
 
 
 _EMPTY_SUMMARY = {"module": None, "package": False, "imports": {}, "classes": {}, "functions": {}, "wraps": [],
-                  "hands": [], "rnn": False}
+                  "hands": []}
 # Below this many files to summarise, starting worker processes costs more than it saves.
 _MIN_FILES_FOR_POOL = 16
 
@@ -391,7 +391,7 @@ def _usable_summary(summary) -> bool:
     damaged by hand must not break a run."""
     if summary is None:
         return True
-    return (isinstance(summary, dict) and isinstance(summary.get("imports"), dict) and isinstance(summary.get("rnn"), bool)
+    return (isinstance(summary, dict) and isinstance(summary.get("imports"), dict)
             and isinstance(summary.get("classes"), dict) and isinstance(summary.get("functions"), dict)
             and isinstance(summary.get("wraps"), list) and isinstance(summary.get("hands"), list)
             and all(isinstance(info, dict) and isinstance(info.get("bases"), list) and isinstance(info.get("calls"), list)
@@ -406,10 +406,7 @@ def summarize(source: bytes, path: str) -> Optional[dict]:
     try:
         tree = ast.parse(source)
         module, is_package = module_name_for(path)
-        summary = _Summarizer(tree, source.splitlines(), module, is_package).summary()
-        # Whether the file can build an RNN at all: a base or factory of another file matters only then.
-        summary["rnn"] = _mentions_rnn(source)
-        return summary
+        return _Summarizer(tree, source.splitlines(), module, is_package).summary()
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
@@ -675,6 +672,11 @@ class IndexBuilder:
         return self._entry(key, need_summary=True)[3]
 
     # -- names across files ---------------------------------------------------------------------------
+    def _mentions_rnn(self, file: str) -> bool:
+        """Whether a file of the project can build an RNN at all (its text names one): a base or factory
+        there matters only then."""
+        return bool(self._entry(file, need_summary=False)[4] & _MENTIONS_RNN)
+
     def _may_define_rnn_code(self, qualified: str) -> bool:
         """Whether the module an imported name comes from mentions an RNN, or is a package (which may
         re-export one); False for names of other packages. Known without parsing the module."""
@@ -682,8 +684,7 @@ class IndexBuilder:
         for length in range(len(parts) - 1, 0, -1):
             file = self._module_file(".".join(parts[:length]))
             if file is not None:
-                entry = self._entry(file, need_summary=False)
-                return bool(entry[4] & _MENTIONS_RNN) or file.endswith("__init__.py")
+                return self._mentions_rnn(file) or file.endswith("__init__.py")
         return False
 
     def _module_file(self, module: str) -> Optional[str]:
@@ -835,7 +836,7 @@ class IndexBuilder:
                          for file, base in self._bases_of((key, name)) if file != key]
             if elsewhere:
                 inherited.append((name, tuple(elsewhere)))
-                rnn_elsewhere = rnn_elsewhere or any(self.summary(_path_key(item[0]))["rnn"] for item in elsewhere)
+                rnn_elsewhere = rnn_elsewhere or any(self._mentions_rnn(_path_key(item[0])) for item in elsewhere)
         imported = []
         for local, qualified in summary["imports"].items():
             if qualified is None or local in summary["classes"] or local in summary["functions"]:
@@ -843,7 +844,7 @@ class IndexBuilder:
             if not self._may_define_rnn_code(qualified):
                 continue  # its module mentions no RNN: nothing there to follow (and no file to parse)
             kind, found = self.resolve_qualified(qualified, 1)
-            if kind in ("class", "function") and found[0] != key and self.summary(found[0])["rnn"]:
+            if kind in ("class", "function") and found[0] != key and self._mentions_rnn(found[0]):
                 imported.append((local, kind, self.paths[found[0]], found[1], *self._entries[found[0]][:2]))
         injected = [(name, *entry) for (file, name), entries in self._handed.items() if file == key for entry in entries]
         rnn_elsewhere = rnn_elsewhere or bool(imported) or bool(injected)

@@ -29,7 +29,7 @@ _GETATTR = "getattr()"
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # The same conditions on the text, before any parse: the words each rule's seeds are spelled with.
-RNN_WORD = re.compile(rb"\b(?:RNN|LSTM|GRU)\b|getattr")
+_RNN_WORD = re.compile(rb"\b(?:RNN|LSTM|GRU)\b|getattr")
 # A function named forward: only whitespace and line continuations can stand between `def` and its name.
 _FORWARD_DEF = re.compile(rb"def[\s\\]+forward\b")
 # An import of names from a module outside torch and the standard helpers.
@@ -48,7 +48,7 @@ def may_have_findings_text(source, codes: Iterable[str]) -> bool:
     codes = set(codes)
     return (("DPR002" in codes and PAD_PACKED.encode() in data)
             or ("DPR003" in codes and PACK_PADDED.encode() in data)
-            or (bool(codes & RNN_CODES) and RNN_WORD.search(data) is not None))
+            or (bool(codes & RNN_CODES) and _RNN_WORD.search(data) is not None))
 
 
 def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
