@@ -20,6 +20,8 @@ CACHE_DIR_ENV = "DP_RNN_LINT_CACHE_DIR"
 DEFAULT_CACHE_DIR = ".dp-rnn-lint-cache"
 # Stands for the context in the key of a first look, which no project index context can equal.
 FIRST_LOOK = "first look: the cheap stages alone"
+# What get_first_look answers for a file the cheap stages cannot settle.
+NEEDS_ANALYSIS, MAY_INHERIT = "needs analysis", "may inherit"
 
 
 def default_cache_dir() -> Path:
@@ -52,18 +54,19 @@ class ResultCache:
         stored = self._read(key)
         return None if stored is None or stored.get("needs_analysis") else self._result(stored, path, source)
 
-    def get_first_look(self, key: str, path: str, source: bytes) -> Union[FileResult, bool, None]:
-        """Under a first_look_key: the file's result, True when the file needs the analysis (and so the
-        index's context: its result is under the context's key), None when nothing is known."""
+    def get_first_look(self, key: str, path: str, source: bytes) -> Union[FileResult, str, None]:
+        """Under a first_look_key: the file's result; NEEDS_ANALYSIS when the file needs the analysis (and
+        so the index's context: its result is under the context's key), MAY_INHERIT when it does only if
+        its classes may run an RNN of another file; None when nothing is known."""
         stored = self._read(key)
         if stored is None:
             return None
         if stored.get("needs_analysis") is True:
-            return True
+            return MAY_INHERIT if stored.get("may_inherit_only") is True else NEEDS_ANALYSIS
         return self._result(stored, path, source)
 
-    def put_needs_analysis(self, key: str) -> None:
-        self._write(key, {"needs_analysis": True})
+    def put_needs_analysis(self, key: str, may_inherit_only: bool = False) -> None:
+        self._write(key, {"needs_analysis": True, "may_inherit_only": may_inherit_only})
 
     def _read(self, key: str) -> Optional[dict]:
         import json

@@ -191,7 +191,17 @@ def verify(argv: Sequence[str]) -> int:
     return EXIT_CLEAN if report.ok else EXIT_FINDINGS
 
 
+# Syntax trees are many small objects that live until the file is done: collecting cycles every 700
+# allocations (Python's default) spends a quarter of the parse time scanning them. Collected far less
+# often, memory still stays flat (each file's trees are freed as it ends).
+_GC_THRESHOLD = 50_000
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    import gc
+
+    previous = gc.get_threshold()
+    gc.set_threshold(_GC_THRESHOLD, *previous[1:])
     try:
         return _main(argv)
     except BrokenPipeError:
@@ -204,6 +214,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130
+    finally:
+        gc.set_threshold(*previous)  # main() is also called in-process (tests, scripts)
 
 
 def _main(argv: Optional[Sequence[str]] = None) -> int:

@@ -371,8 +371,10 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
         # Parsed even when the screen below needs no tree: a file that mentions an RNN and does not
         # parse deserves its error line. Where the text already rules the file out, only that verdict
         # is wanted, and Python's tree is built only when the cheaper parse objects.
-        if not force and not may_have_findings_text(data, codes) and not inherited and _parses(source):
-            return _FirstLook(False)
+        if not force and not (candidates and may_have_findings_text(data, codes)) and _parses(source):
+            # Only what its classes may inherit is in question: the project's imports tell that without
+            # a tree (ProjectIndex.may_run_rnn_elsewhere), and the forced look parses if it comes to that.
+            return _FirstLook(False, may_inherit=inherited)
         tree, python_error, too_deep = _python_verdict(source)
         if too_deep:
             raise FileProblem(python_error)
@@ -462,10 +464,19 @@ def result_without_candidates(source: bytes, path: str, selection: Selection = S
     return result
 
 
-def settled_without_analysis(source: bytes, path: str, selection: Selection = Selection()) -> Optional[FileResult]:
+@dataclass(frozen=True)
+class Unsettled:
+    """A file the cheap stages cannot settle alone: it needs the analysis, or (`needs_analysis` False) it
+    does only if the project says a class of it may run an RNN built in another file."""
+
+    needs_analysis: bool
+    tree: Optional[ast.Module] = None  # Python's tree, when the cheap stages parsed the file
+
+
+def first_look_verdict(source: bytes, path: str, selection: Selection = Selection()) -> Union[FileResult, Unsettled]:
     """The result of a file the cheap stages settle with every selected code, which is then its result
     whatever the project index says of it (the index only ever takes codes away, and the screen with
-    fewer codes says no where it says no with all of them); None when the file needs the analysis."""
+    fewer codes says no where it says no with all of them); Unsettled when they cannot settle it."""
     result = FileResult(path, original=source)
     codes = selection.codes()
     if not codes:
@@ -476,9 +487,15 @@ def settled_without_analysis(source: bytes, path: str, selection: Selection = Se
         result.problem = str(problem)
         return result
     if look.needs_analysis or look.may_inherit:
-        return None  # a file that may inherit an RNN waits for what the project says of its bases
+        return Unsettled(look.needs_analysis, look.tree)
     result.note = look.note
     return result
+
+
+def settled_by_context(context: FileContext, selection: Selection) -> bool:
+    """Whether a file whose first look left only what it may inherit in question is clean in this context:
+    nothing its classes may run from another file can build an RNN (what _inherited_look would find)."""
+    return not context.rnn_elsewhere or not set(screened_codes(selection.codes(), context)) & RNN_CODES
 
 
 def lint_source(source: bytes, path: str, selection: Selection = Selection(), fix: bool = False,

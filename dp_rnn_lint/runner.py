@@ -18,10 +18,10 @@ from collections import deque
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Deque, Iterable, List, Optional, Tuple
 
-from .analysis.project import FileContext, ProjectIndex
-from .cache import ResultCache
-from .engine import (FileResult, Selection, lint_path, result_without_candidates, settled_without_analysis,
-                     worth_a_look)
+from .analysis.project import FileContext, ProjectIndex, entry_from_first_look
+from .cache import MAY_INHERIT, NEEDS_ANALYSIS, ResultCache
+from .engine import (FileResult, Selection, Unsettled, first_look_verdict, lint_path, result_without_candidates,
+                     settled_by_context, worth_a_look)
 from .files import FileProblem, read_source
 
 if TYPE_CHECKING:
@@ -63,9 +63,22 @@ def default_jobs() -> int:
 
 @dataclass(frozen=True)
 class _Deferred:
-    """A first look's answer for a file the cheap stages cannot settle: the bytes the worker read."""
+    """A first look's answer for a file the cheap stages cannot settle: the bytes the worker read, whether
+    the file needs the analysis whatever its context (else only if it may inherit an RNN), and the index's
+    entry for it when its context needs one (the worker parsed it already)."""
 
     source: bytes
+    needs_analysis: bool = True
+    entry: Optional[list] = None
+
+
+@dataclass
+class _Waiting:
+    """A file waiting for its context: the bytes a first look read (None: not read here yet)."""
+
+    position: int
+    source: Optional[bytes] = None
+    needs_analysis: bool = True
 
 
 def lint_files(tasks: Iterable[Task], options: Options, jobs: int = 1, cache: Optional[ResultCache] = None,
@@ -78,7 +91,7 @@ def lint_files(tasks: Iterable[Task], options: Options, jobs: int = 1, cache: Op
     cache = cache if not options.describe_fixes else None
     ready: List[int] = []  # files with a context, for the analysis
     looks: List[int] = []  # files without one, for the cheap stages first
-    deferred: List[int] = []  # files that need the analysis, waiting for their context
+    deferred: List[_Waiting] = []  # files the cache says need the analysis, waiting for their context
     for position, task in enumerate(tasks):
         if task.problem is not None:
             results[position] = FileResult(task.path, problem=task.problem)
@@ -96,8 +109,8 @@ def lint_files(tasks: Iterable[Task], options: Options, jobs: int = 1, cache: Op
         if task.context is None:
             known = cache.get_first_look(cache.first_look_key(task.path, source, task.selection), task.path,
                                          source) if cache else None
-            if known is True:
-                deferred.append(position)
+            if known == NEEDS_ANALYSIS or known == MAY_INHERIT:
+                deferred.append(_Waiting(position, needs_analysis=known == NEEDS_ANALYSIS))
             elif known is not None and not (options.fix and any(f.fixable for f in known.findings)):
                 results[position] = _slim(known)
             else:
@@ -131,26 +144,31 @@ class _Schedule:
                  pool: Executor, workers: int, files: int) -> None:
         self.tasks, self.results, self.options, self.cache = tasks, results, options, cache
         self.index, self.built = index, None
+        # (path, index entry) from first looks that came back before the index was built
+        self.entries: List[Tuple[str, list]] = []
         self.pool, self.workers = pool, workers
         self.chunk = max(1, files // (workers * 8))
         self.look_chunk = min(_FIRST_LOOK_CHUNK, self.chunk)
 
-    def run(self, ready: List[int], looks: List[int], deferred: List[int]) -> None:
-        """`deferred`: files the cache knows to need the analysis."""
+    def run(self, ready: List[int], looks: List[int], deferred: List[_Waiting]) -> None:
+        """`deferred`: files the cache knows to need the analysis (or to, if they may inherit an RNN)."""
         ready_queue: Deque[int] = deque(ready)
         look_queue: Deque[int] = deque(looks)
-        # Files waiting for their context, with the bytes a first look read (None: not read here yet).
-        waiting: List[Tuple[int, Optional[bytes]]] = [(position, None) for position in deferred]
+        waiting: List[_Waiting] = list(deferred)
         in_flight: Deque[Tuple[bool, List[int], Any]] = deque()  # futures
         limit = 2 * self.workers if self.workers > 1 else 1  # a few chunks ahead keeps every worker busy
         while ready_queue or look_queue or in_flight or waiting:
             if waiting:
                 if self.built is None:
                     self.built = self.index(self.pool if self.workers > 1 else None)
+                    for path, entry in self.entries:
+                        self.built.adopt(path, entry)
+                    self.entries = []
                     # Every context is known now. A file whose context costs a parse here (what its
-                    # classes' bases and imports are) keeps its first look: most are settled by it.
+                    # classes' bases and imports are) keeps its first look: most are settled by it, and
+                    # the others bring their summaries, parsed in the worker.
                     costly = {position for position in look_queue if self.built.context_is_costly(self.tasks[position].path)}
-                    waiting.extend((position, None) for position in look_queue if position not in costly)
+                    waiting.extend(_Waiting(position) for position in look_queue if position not in costly)
                     look_queue = deque(position for position in look_queue if position in costly)
                 ready_queue.extend(self._with_contexts(waiting))
                 waiting = []
@@ -176,29 +194,46 @@ class _Schedule:
                         _remember(self.cache, self.tasks[position], outcome, self.options)
                     self.results[position] = _slim(outcome)
 
-    def _looked(self, position: int, outcome, waiting: List[Tuple[int, Optional[bytes]]]) -> None:
+    def _looked(self, position: int, outcome, waiting: List[_Waiting]) -> None:
         task = self.tasks[position]
         if isinstance(outcome, _Deferred):
-            waiting.append((position, outcome.source))
+            waiting.append(_Waiting(position, outcome.source, outcome.needs_analysis))
+            if outcome.entry is not None:
+                if self.built is None:
+                    self.entries.append((task.path, outcome.entry))
+                else:
+                    self.built.adopt(task.path, outcome.entry)
             if self.cache is not None:
-                self.cache.put_needs_analysis(self.cache.first_look_key(task.path, outcome.source, task.selection))
+                self.cache.put_needs_analysis(self.cache.first_look_key(task.path, outcome.source, task.selection),
+                                              may_inherit_only=not outcome.needs_analysis)
             return
         if self.cache is not None and outcome.original is not None:
             self.cache.put(self.cache.first_look_key(task.path, outcome.original, task.selection), outcome)
         self.results[position] = _slim(outcome)
 
-    def _with_contexts(self, waiting: List[Tuple[int, Optional[bytes]]]) -> List[int]:
-        """The files given their contexts, less those the cache answers under that context."""
+    def _with_contexts(self, waiting: List[_Waiting]) -> List[int]:
+        """The files given their contexts, less those the cache answers under that context and those
+        settled by what they may inherit: nothing another file builds can reach them, or their context
+        says that nothing of what they inherit or import builds an RNN."""
         left = []
-        for position, source in waiting:
-            task = self.tasks[position] = replace(self.tasks[position],
-                                                  context=self.built.context_for(self.tasks[position].path,
-                                                                                 self.tasks[position].scope))
-            if self.cache is not None and source is None:
+        for item in waiting:
+            position, source = item.position, item.source
+            task = self.tasks[position]
+            if not item.needs_analysis and not self.built.may_run_rnn_elsewhere(task.path):
+                self.results[position] = FileResult(task.path)
+                continue
+            task = self.tasks[position] = replace(task, context=self.built.context_for(task.path, task.scope))
+            if source is None and (self.cache is not None or not item.needs_analysis):
                 try:
                     source = read_source(task.path)
                 except FileProblem:
                     pass  # the worker reports it
+            if source is not None and not item.needs_analysis and settled_by_context(task.context, task.selection):
+                result = FileResult(task.path, original=source)
+                if self.cache is not None:
+                    self.cache.put(self.cache.key(task.path, source, task.selection, task.context), result)
+                self.results[position] = _slim(result)
+                continue
             if source is None or not _answer_from_cache(self.cache, task, source, self.options, self.results, position):
                 left.append(position)
         return left
@@ -283,11 +318,17 @@ def _first_look_chunk(work: List[Tuple[str, Selection]]) -> list:
 def _first_look_one(path: str, selection: Selection):
     """The file's result if the cheap stages settle it, else _Deferred with what was read."""
     try:
+        stat = os.stat(path)  # before the read: a file changed meanwhile then never matches its entry
         source = read_source(path)
     except FileProblem as problem:
         return FileResult(path, problem=str(problem))
-    settled = settled_without_analysis(source, path, selection)
-    return _Deferred(source) if settled is None else settled
+    except OSError as error:
+        return FileResult(path, problem=f"cannot read: {error.strerror or error}")
+    verdict = first_look_verdict(source, path, selection)
+    if not isinstance(verdict, Unsettled):
+        return verdict
+    return _Deferred(source, verdict.needs_analysis,
+                     entry_from_first_look(path, source, stat.st_size, stat.st_mtime_ns, verdict.tree))
 
 
 def _remember(cache: ResultCache, task: Task, result: FileResult, options: Options) -> None:

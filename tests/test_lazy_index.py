@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dp_rnn_lint import cli, runner
-from dp_rnn_lint.analysis.project import build_index
+from dp_rnn_lint.analysis.project import ProjectIndex, build_index
 from dp_rnn_lint.cache import ResultCache
 from dp_rnn_lint.engine import Selection
 from dp_rnn_lint.runner import Options, Task, lint_files
@@ -101,13 +101,13 @@ def test_once_the_index_is_built_only_files_whose_context_costs_a_parse_get_a_fi
         other.write_text(notes)
         paths.append(str(other))
     looks = []
-    real = runner.settled_without_analysis
+    real = runner.first_look_verdict
 
     def counting(source, path, selection):
         looks.append(path)
         return real(source, path, selection)
 
-    monkeypatch.setattr(runner, "settled_without_analysis", counting)
+    monkeypatch.setattr(runner, "first_look_verdict", counting)
     tasks = [Task(path, Selection(), context=None) for path in paths]
     results = lint_files(tasks, Options(), jobs=1, index=lambda pool: build_index(paths))
     assert all(result.findings for result in results if result.path in costly)
@@ -133,7 +133,7 @@ def test_a_second_lazy_run_is_answered_from_the_cache_without_linting(tmp_path, 
         raise AssertionError("the cache should have answered for this file")
 
     monkeypatch.setattr(runner, "lint_path", must_not_run)
-    monkeypatch.setattr(runner, "settled_without_analysis", must_not_run)
+    monkeypatch.setattr(runner, "first_look_verdict", must_not_run)
     assert summary(lint_files(tasks, Options(), jobs=1, cache=cache, index=index)) == first
     assert any(findings for *_, findings in first)
     # Files needing the analysis are cached under their context, which the index gives: built each run.
@@ -154,3 +154,69 @@ def test_a_second_run_over_files_the_cheap_stages_settle_builds_no_index(tmp_pat
 
     for _ in range(2):
         assert all(not result.findings for result in lint_files(tasks, Options(), jobs=1, cache=cache, index=no_index))
+
+
+# A model file whose class derives from a base of another file (its text names no RNN), beside one
+# whose imports reach a base that builds an LSTM.
+PLAIN_BASE = """
+    import torch.nn as nn
+
+    class Base(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+"""
+RNN_BASE = """
+    import torch.nn as nn
+
+    class RecurrentBase(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(4, 4, batch_first=True)
+"""
+ON_PLAIN_BASE = """
+    from base import Base
+
+    class Head(Base):
+        def forward(self, x):
+            return self.proj(x)
+"""
+ON_RNN_BASE = """
+    from rnn_base import RecurrentBase
+
+    class Tagger(RecurrentBase):
+        def forward(self, x):
+            out, _ = self.rnn(x)
+            return out
+"""
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_file_whose_imports_reach_no_rnn_gets_no_context_and_no_analysis(tmp_path, monkeypatch, cached):
+    for name, text in {"base.py": PLAIN_BASE, "rnn_base.py": RNN_BASE, "head.py": ON_PLAIN_BASE,
+                       "tagger.py": ON_RNN_BASE}.items():
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    paths = sorted(str(p) for p in tmp_path.glob("*.py"))
+    cache = ResultCache(tmp_path / "cache") if cached else None
+    tasks = [Task(path, Selection(), context=None) for path in paths]
+    if cached:
+        lint_files(tasks, Options(), jobs=1, cache=cache, index=lambda pool: build_index(paths))
+    contexts, linted = [], []
+    real_context, real_lint = ProjectIndex.context_for, runner.lint_path
+
+    def context_for(self, path, scope):
+        contexts.append(Path(path).name)
+        return real_context(self, path, scope)
+
+    def lint_path(path, *args, **kwargs):
+        linted.append(Path(path).name)
+        return real_lint(path, *args, **kwargs)
+
+    monkeypatch.setattr(ProjectIndex, "context_for", context_for)
+    monkeypatch.setattr(runner, "lint_path", lint_path)
+    results = {Path(r.path).name: r for r in lint_files(tasks, Options(), jobs=1, cache=cache,
+                                                       index=lambda pool: build_index(paths))}
+    assert [f.code for f in results["tagger.py"].findings] == ["DPR001"]
+    assert not results["head.py"].findings and results["head.py"].problem is None
+    assert "head.py" not in contexts and "head.py" not in linted
+    assert ("tagger.py" in linted) == (not cached)

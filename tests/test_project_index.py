@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dp_rnn_lint.analysis.project import IndexBuilder, build_index, context_in_project
+from dp_rnn_lint.analysis.project import IndexBuilder, build_index, context_in_project, imports_in_text
 
 from .conftest import FIXTURES
 
@@ -254,6 +254,67 @@ def test_prose_about_data_parallel_is_not_parsed(tmp_path):
     builder = IndexBuilder(files)
     builder.build()
     assert builder.files_parsed == 2
+
+
+def test_names_ending_in_data_parallel_are_not_wraps(tmp_path):
+    files = write_project(tmp_path, {
+        "replica.py": "def copy(module):\n    return module._replicate_for_data_parallel()\n",
+        "ddp.py": "from torch.nn.parallel import DistributedDataParallel\nnet = DistributedDataParallel(model)\n",
+        "wrap.py": "import torch\nnet = torch.nn.DataParallel(model)\n",
+        "function.py": "from torch.nn.parallel import data_parallel\nout = data_parallel(model, x)\n",
+    })
+    builder = IndexBuilder(files)
+    builder.build()
+    assert builder.files_parsed == 2
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("from .base import Base\n", [[1, "base", ["Base"]]]),
+    ("from .. import base, layers as L\n", [[2, "", ["base", "layers"]]]),
+    ("from pkg.models import (\n    Encoder,  # the base\n    Decoder as Dec,\n)\n",
+     [[0, "pkg.models", ["Encoder", "Decoder"]]]),
+    ("from pkg import a, \\\n    b\n", [[0, "pkg", ["a", "b"]]]),
+    ("import os; from pkg.x import *\n", [[0, "pkg.x", ["*"]], [0, "os", []]]),
+    ("import pkg.base as pb, other\n", [[0, "pkg.base", []], [0, "other", []]]),
+    ("    try:\n        from fast import Impl\n    except ImportError:\n        pass\n", [[0, "fast", ["Impl"]]]),
+    ("x = 1  # no imports here\n", []),
+])
+def test_import_statements_are_read_from_the_text(text, expected):
+    assert imports_in_text(text.encode()) == expected
+
+
+@pytest.mark.parametrize("imports, base", [
+    ("from pkg.base import Base", "Base"),
+    ("from pkg import base", "base.Base"),
+    ("import pkg.base as pb", "pb.Base"),
+    ("from . import base", "base.Base"),
+    ("from .middle import Middle", "Middle"),
+    ("from pkg import (\n    Middle,\n)", "Middle"),
+    ("from pkg import Base", "Base"),
+])
+def test_a_file_whose_imports_reach_an_rnn_may_run_it(tmp_path, imports, base):
+    # pkg/base.py builds the RNN; pkg/middle.py names none but derives from it; pkg/__init__ re-exports.
+    files = write_project(tmp_path, {
+        "pkg/__init__.py": "from .middle import Middle\nfrom .base import Base\n",
+        "pkg/base.py": "import torch.nn as nn\nclass Base(nn.Module):\n    def __init__(self):\n"
+                       "        super().__init__()\n        self.rnn = nn.LSTM(4, 4)\n",
+        "pkg/middle.py": "from .base import Base\nclass Middle(Base):\n    pass\n",
+        "pkg/model.py": f"{imports}\nclass Model({base}):\n    def forward(self, x):\n        return self.rnn(x)\n",
+        "pkg/other.py": "from .util import helper\nclass Other(Thing):\n    def forward(self, x):\n        return x\n",
+        "pkg/util.py": "def helper():\n    return 1\n",
+    })
+    index = build_index(files)
+    assert index.may_run_rnn_elsewhere(str(tmp_path / "pkg" / "model.py"))
+    assert not index.may_run_rnn_elsewhere(str(tmp_path / "pkg" / "other.py"))
+    assert index.context_for(str(tmp_path / "pkg" / "model.py"), "any").rnn_elsewhere
+
+
+def test_a_class_an_rnn_is_handed_to_may_run_it_whatever_its_imports(tmp_path):
+    files = write_project(tmp_path, {
+        "wrapper.py": "class Wrapper(Base):\n    def forward(self, x):\n        return self.module(x)\n",
+        "build.py": "import torch.nn as nn\nfrom wrapper import Wrapper\nnet = Wrapper(nn.LSTM(4, 4))\n",
+    })
+    assert build_index(files).may_run_rnn_elsewhere(str(tmp_path / "wrapper.py"))
 
 
 def _build_repeatedly(arguments):

@@ -40,8 +40,9 @@ DATA_PARALLEL_NAMES = frozenset({
 })
 # A file can only hold a wrap site where DataParallel (or data_parallel) is called, imported under
 # another name, or aliased; a mention in prose (torch's own docstrings are full of them) is not one.
-_WRAP_TEXT = re.compile(rb"(?:DataParallel|data_parallel)(?:\s*\(|\s+as\s)"
-                        rb"|=\s*[\w.]*(?:DataParallel|data_parallel)\s*(?:$|#|;)", re.MULTILINE)
+# `_replicate_for_data_parallel(` and `DistributedDataParallel(` are not wraps: the name must stand alone.
+_WRAP_TEXT = re.compile(rb"(?<![\w])(?:DataParallel|data_parallel)(?:\s*\(|\s+as\s)"
+                        rb"|=\s*(?:[\w.]*\.)?(?:DataParallel|data_parallel)\s*(?:$|#|;)", re.MULTILINE)
 
 
 def mentions_wrap(data: bytes) -> bool:
@@ -59,6 +60,38 @@ def needs_summary_at_build(data: bytes) -> bool:
 
 
 _MENTIONS_RNN, _MAY_INHERIT = 1, 2
+
+# Import statements as the text shows them, for the cheap test of what a file's imports can reach
+# (ProjectIndex.may_run_rnn_elsewhere). A statement starts a line or follows `;`; the names of a
+# `from` import may be in parentheses over several lines, or continued with backslashes.
+_FROM_IMPORT_TEXT = re.compile(rb"(?:^|;)[ \t]*from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]*"
+                               rb"(\([^)]*\)|(?:[^\n\\;#]|\\\n)*)", re.MULTILINE)
+_IMPORT_TEXT = re.compile(rb"(?:^|;)[ \t]*import[ \t]+((?:[^\n\\;#]|\\\n)*)", re.MULTILINE)
+_COMMENT_TEXT = re.compile(rb"#[^\n]*")
+
+
+def imports_in_text(data: bytes) -> List[list]:
+    """[dots, module, [names]] for each import statement in the text: `from ..a import b, c` is
+    [2, "a", ["b", "c"]], `import a.b as c` is [0, "a.b", []]. Text in strings counts too: an import
+    too many only makes the test that reads these say yes more often."""
+    if b"import" not in data:
+        return []
+    found: List[list] = []
+    for match in _FROM_IMPORT_TEXT.finditer(data):
+        names = _COMMENT_TEXT.sub(b"", match.group(3)).strip(b"()").replace(b"\\\n", b" ")
+        found.append([len(match.group(1)), match.group(2).decode("ascii", "replace"),
+                      [item.split()[0].decode("ascii", "replace") for item in names.split(b",") if item.split()]])
+    for match in _IMPORT_TEXT.finditer(data):
+        for item in match.group(1).replace(b"\\\n", b" ").split(b","):
+            if item.split():
+                found.append([0, item.split()[0].decode("ascii", "replace"), []])
+    return found
+
+
+def _new_entry(data: bytes, size: int, mtime_ns: int) -> list:
+    """[size, mtime_ns, summarised at build, summary, _text_flags(), imports_in_text()]; the summary and
+    the imports are None until asked for (most files are never asked)."""
+    return [size, mtime_ns, needs_summary_at_build(data), None, _text_flags(data), None]
 
 
 def _text_flags(data: bytes) -> int:
@@ -84,7 +117,7 @@ _RNN_NAME = re.compile(rb"\b(?:RNN|LSTM|GRU)\b")
 _MAX_DEPTH = 12
 _SITE_TEXT_LIMIT = 60
 # The cache format; bump when the summary's shape changes.
-_SUMMARY_FORMAT = 6
+_SUMMARY_FORMAT = 7
 
 UNKNOWN = None  # a value the summary cannot name (a parameter, a subscript...)
 # What the project's bases say of a class.
@@ -401,14 +434,32 @@ def _usable_summary(summary) -> bool:
             and all(isinstance(wrap, dict) and {"line", "col", "text", "refs"} <= set(wrap) for wrap in summary["wraps"]))
 
 
-def summarize(source: bytes, path: str) -> Optional[dict]:
-    """The file's summary, or None when Python cannot parse it (the linter reports that elsewhere)."""
+def _usable_imports(imports) -> bool:
+    return isinstance(imports, list) and all(
+        isinstance(item, list) and len(item) == 3 and isinstance(item[0], int) and isinstance(item[1], str)
+        and isinstance(item[2], list) and all(isinstance(name, str) for name in item[2]) for item in imports)
+
+
+def summarize(source: bytes, path: str, tree: Optional[ast.Module] = None) -> Optional[dict]:
+    """The file's summary, or None when Python cannot parse it (the linter reports that elsewhere).
+    `tree`: Python's tree of the source, when the caller has parsed it already."""
     try:
-        tree = ast.parse(source)
+        tree = ast.parse(source) if tree is None else tree
         module, is_package = module_name_for(path)
         return _Summarizer(tree, source.splitlines(), module, is_package).summary()
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+def entry_from_first_look(path: str, data: bytes, size: int, mtime_ns: int, tree: Optional[ast.Module]) -> Optional[list]:
+    """The index's entry for a file a worker's first look has parsed (`size` and `mtime_ns` taken before
+    it read `data`), with its summary when the file's context will ask for it: the parse is then made
+    once, in the worker, instead of again in the process that asks. None when no context needs it."""
+    entry = _new_entry(data, size, mtime_ns)
+    if not entry[4] or tree is None:
+        return None
+    entry[3] = summarize(data, _path_key(path), tree) or _EMPTY_SUMMARY
+    return entry
 
 
 # -- the index --------------------------------------------------------------------------------------
@@ -467,6 +518,18 @@ class ProjectIndex:
             return False
         key = _path_key(path)
         return key in self._builder.paths and bool(self._builder._entry(key, need_summary=False)[4])
+
+    def may_run_rnn_elsewhere(self, path: str) -> bool:
+        """Whether a class of the file may run an RNN built in another file (IndexBuilder.may_run_rnn_elsewhere):
+        when not, a file that would need the analysis only for that is clean, and its context is not asked."""
+        key = _path_key(path)
+        return self._builder is not None and key in self._builder.paths and self._builder.may_run_rnn_elsewhere(key)
+
+    def adopt(self, path: str, entry: list) -> None:
+        """Take a file's entry made by a first look (entry_from_first_look) unless the index already has
+        its summary or saw other contents (size, mtime) for it."""
+        if self._builder is not None:
+            self._builder.adopt(_path_key(path), entry)
 
     def save(self) -> None:
         """Cache what was summarised since the index was built (the files whose contexts were asked for)."""
@@ -556,7 +619,7 @@ class IndexBuilder:
         self.sources = {_path_key(path): data for path, data in (sources or {}).items()}
         self.cache_file = cache_file
         self._cached: Dict[str, list] = self._load_cache()
-        self._entries: Dict[str, list] = {}  # path key -> [size, mtime_ns, mentions_wrap, summary]
+        self._entries: Dict[str, list] = {}  # path key -> _new_entry()
         self._modules: Dict[str, List[str]] = {}
         self._by_suffix: Dict[Tuple[str, ...], List[str]] = {}
         self._top_names: Set[str] = set()
@@ -565,8 +628,10 @@ class IndexBuilder:
         self._handed: Dict[ClassKey, List[Tuple[str, str, str]]] = {}
         self._unsaved = False  # entries made or summarised since the cache was read or written
         self.files_parsed = 0
+        self._module_of: Dict[str, Tuple[Optional[str], bool]] = {}
+        self._reaches_rnn: Dict[str, bool] = {}
         for key in self.paths:
-            module, _ = module_name_for(key)
+            module, is_package = self._module_of[key] = module_name_for(key)
             if module:
                 self._modules.setdefault(module, []).append(key)
                 self._top_names.add(module.split(".")[0])
@@ -612,14 +677,14 @@ class IndexBuilder:
                 os.unlink(temporary)
 
     def _entry(self, key: str, need_summary: bool, defer: bool = False) -> list:
-        """[size, mtime_ns, summarised at build, summary, _text_flags()]; the summary is made now when it is needed or
+        """The file's _new_entry(); the summary is made now when it is needed or
         the file mentions a wrap, unless `defer` (build() then makes those in a pool)."""
         entry = self._entries.get(key)
         if entry is not None and (entry[3] is not None or not need_summary):
             return entry
         if key in self.sources:
             data = self.sources[key]
-            entry = [len(data), 0, needs_summary_at_build(data), None, _text_flags(data)]
+            entry = _new_entry(data, len(data), 0)
             if need_summary or entry[2]:  # standard input: never deferred, it is not on disk
                 entry[3] = self._summarize(data, key)
             self._entries[key] = entry
@@ -627,26 +692,42 @@ class IndexBuilder:
         try:
             stat = os.stat(key)
         except OSError:
-            entry = [0, 0, False, None, 0]
+            entry = [0, 0, False, None, 0, None]
             self._entries[key] = entry
             return entry
         cached = self._cached.get(key)
-        if (isinstance(cached, list) and len(cached) == 5 and cached[0] == stat.st_size
+        if (isinstance(cached, list) and len(cached) == 6 and cached[0] == stat.st_size
                 and cached[1] == stat.st_mtime_ns and _usable_summary(cached[3]) and isinstance(cached[4], int)
+                and (cached[5] is None or _usable_imports(cached[5]))
                 and (cached[3] is not None or not (need_summary or cached[2]))):
             self._entries[key] = cached
             return cached
         self._unsaved = True
-        try:
-            with open(key, "rb") as handle:
-                data = handle.read()
-        except OSError:
-            data = b""
-        entry = [stat.st_size, stat.st_mtime_ns, needs_summary_at_build(data), None, _text_flags(data)]
+        data = self._read(key)
+        entry = _new_entry(data, stat.st_size, stat.st_mtime_ns)
         if need_summary or (entry[2] and not defer):
             entry[3] = self._summarize(data, key)
         self._entries[key] = entry
         return entry
+
+    def _read(self, key: str) -> bytes:
+        if key in self.sources:
+            return self.sources[key]
+        try:
+            with open(key, "rb") as handle:
+                return handle.read()
+        except OSError:
+            return b""
+
+    def adopt(self, key: str, entry: list) -> None:
+        current = self._entries.get(key)
+        if key not in self.paths or key in self.sources:
+            return
+        if current is not None and (current[3] is not None or current[:2] != entry[:2]):
+            return
+        self._entries[key] = entry
+        self._unsaved = True
+        self.files_parsed += 1
 
     def _summarize(self, data: bytes, key: str) -> dict:
         self.files_parsed += 1
@@ -670,6 +751,65 @@ class IndexBuilder:
 
     def summary(self, key: str) -> dict:
         return self._entry(key, need_summary=True)[3]
+
+    # -- what a file's imports reach, from its text alone ------------------------------------------------
+    def may_run_rnn_elsewhere(self, key: str) -> bool:
+        """Whether a class of the file may run an RNN another file builds: a call in the project hands
+        one to a class of it, or its import statements reach, directly or through the imports of the
+        files they name, a file that mentions an RNN. A cheap, conservative test of what class_facts
+        says as rnn_elsewhere (its bases and factories are all reached through imports): no parse."""
+        if any(file == key for file, _ in self._handed):
+            return True
+        return any(self._reaches(file) for file in self._imported_files(key) if file != key)
+
+    def _imported_files(self, key: str) -> Set[str]:
+        module, is_package = self._module_of.get(key) or module_name_for(key)
+        entry = self._entry(key, need_summary=False)
+        if entry[5] is None:
+            entry[5] = imports_in_text(self._read(key))
+            self._unsaved = True
+        files = set()
+        for dots, name, names in entry[5]:
+            target = resolve_relative_import(module, is_package, dots, name or None) if dots else name
+            if not target:
+                continue
+            # `from a import b` may import the module a.b or a name of a: the longest one that is a file.
+            for dotted_name in [f"{target}.{item}" for item in names if item != "*"] or [target]:
+                parts = dotted_name.split(".")
+                for length in range(len(parts), 0, -1):
+                    file = self._module_file(".".join(parts[:length]))
+                    if file is not None:
+                        files.add(file)
+                        break
+        return files
+
+    def _reaches(self, start: str) -> bool:
+        """Whether the file mentions an RNN or its imports reach one that does (each file decided once)."""
+        if start in self._reaches_rnn:
+            return self._reaches_rnn[start]
+        seen, stack, found = {start}, [start], False
+        while stack and not found:
+            file = stack.pop()
+            known = self._reaches_rnn.get(file)
+            if known is not None:
+                found = known
+                if known:
+                    break
+                continue
+            if self._mentions_rnn(file):
+                found = True
+                break
+            for other in self._imported_files(file):
+                if other not in seen:
+                    seen.add(other)
+                    stack.append(other)
+        if found:
+            self._reaches_rnn[start] = True
+        else:
+            # Nothing reached from here mentions an RNN: nor from any file on the way.
+            for file in seen:
+                self._reaches_rnn[file] = False
+        return found
 
     # -- names across files ---------------------------------------------------------------------------
     def _mentions_rnn(self, file: str) -> bool:
