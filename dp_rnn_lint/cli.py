@@ -11,7 +11,7 @@ from collections import Counter
 import os
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, TextIO, Tuple
 
 from . import __version__
 from .config import ConfigError, Settings, SettingsResolver, code_list, pattern_list, per_file_ignores
@@ -265,8 +265,13 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
             results.append(lint_source(stdin_source, stdin_name, selection, fix=fix, describe_fixes=describe_fixes,
                                        context=context))
     else:
-        found = [(path, problem, settings.selection_for(path), settings)
-                 for given, settings in settings_per_path for path, problem in _files(given, settings)]
+        found = []
+        walked: Dict[Tuple[str, int], List[str]] = {}  # (folder named, its settings) -> the files found there
+        for given, settings in settings_per_path:
+            files = [(path, problem) for path, problem in _files(given, settings)]
+            if os.path.isdir(given) and not settings.force_exclude:  # the project's walk never force-excludes
+                walked[os.path.abspath(given), id(settings)] = [path for path, problem in files if problem is None]
+            found += [(path, problem, settings.selection_for(path), settings) for path, problem in files]
         cache_dir = None if args.no_cache else (Path(args.cache_dir) if args.cache_dir else default_cache_dir())
         jobs = args.jobs or default_jobs()
 
@@ -274,7 +279,8 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
             # The project of the linted files is indexed, not just the files named: a class in one file may
             # derive from a base, or be wrapped, in another (pre-commit names only the changed files).
             nonlocal index
-            files, anchor = project_files([(path, settings) for path, problem, _, settings in found if problem is None])
+            files, anchor = project_files([(path, settings) for path, problem, _, settings in found if problem is None],
+                                          walked)
             index = build_index(files, cache_file=index_cache_file(cache_dir, anchor), jobs=jobs, pool=pool)
             return index
 
@@ -337,9 +343,12 @@ def _needs_index(selections) -> bool:
     return any(settings.scope == "wrapped" or selection.codes() for selection, settings in selections)
 
 
-def project_files(linted: Sequence[Tuple[str, Settings]]) -> Tuple[List[str], str]:
+def project_files(linted: Sequence[Tuple[str, Settings]],
+                  walked: Optional[Mapping[Tuple[str, int], List[str]]] = None) -> Tuple[List[str], str]:
     """The files the project index reads for a run (the linted files, and every Python file of the
-    projects that hold them, walked with each project's exclusions), and the folder its cache is named by."""
+    projects that hold them, walked with each project's exclusions), and the folder its cache is named by.
+    `walked`: the files already found under folders named on the command line, by (absolute folder,
+    id of its settings): a project root named there (`dp-rnn-lint .`) is not walked twice."""
     files = {path: None for path, _ in linted}
     roots: Dict[Path, Settings] = {}
     for path, settings in linted:
@@ -347,6 +356,10 @@ def project_files(linted: Sequence[Tuple[str, Settings]]) -> Tuple[List[str], st
         if root is not None and root not in roots:
             roots[root] = settings
     for root, settings in roots.items():
+        known = (walked or {}).get((str(root), id(settings)))
+        if known is not None:
+            files.update(dict.fromkeys(known))
+            continue
         for path, problem in discover([str(root)], exclude=settings.exclusions, root=settings.root,
                                       respect_gitignore=settings.respect_gitignore):
             if problem is None:

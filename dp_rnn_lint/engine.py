@@ -362,6 +362,11 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
         check_readable(source)  # not worth parsing, but a binary or undecodable `.py` file gets an error line
         if not inherited:
             return _FirstLook(False)
+        if tree is None:
+            # Only what its classes may inherit is in question: the project's imports tell that without a
+            # tree (ProjectIndex.may_run_rnn_elsewhere), and the forced look parses if it comes to that.
+            note = too_large(data)
+            return _FirstLook(False, note=note, may_inherit=not note)
     note = too_large(data)
     if note:
         return _FirstLook(False, note=note)
@@ -371,15 +376,11 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
         # Parsed even when the screen below needs no tree: a file that mentions an RNN and does not
         # parse deserves its error line. Where the text already rules the file out, only that verdict
         # is wanted, and Python's tree is built only when the cheaper parse objects.
-        if not force and not (candidates and may_have_findings_text(data, codes)) and _parses(source):
-            # Only what its classes may inherit is in question: the project's imports tell that without
-            # a tree (ProjectIndex.may_run_rnn_elsewhere), and the forced look parses if it comes to that.
+        if not force and not may_have_findings_text(data, codes) and _parses(source):
             return _FirstLook(False, may_inherit=inherited)
         tree, python_error, too_deep = _python_verdict(source)
         if too_deep:
             raise FileProblem(python_error)
-    if not candidates and tree is None:
-        return _FirstLook(False)  # only its classes' bases were in question, and it does not parse
     if not force and tree is not None and not (may_have_findings_text(data, codes) and may_have_findings(tree, codes)):
         return _FirstLook(False, may_inherit=inherited and inherits_from_elsewhere(tree), tree=tree)
     return _FirstLook(True, python_error, tree=tree)

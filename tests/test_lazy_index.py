@@ -214,8 +214,8 @@ def test_a_file_whose_imports_reach_no_rnn_gets_no_context_and_no_analysis(tmp_p
 
     monkeypatch.setattr(ProjectIndex, "context_for", context_for)
     monkeypatch.setattr(runner, "lint_path", lint_path)
-    results = {Path(r.path).name: r for r in lint_files(tasks, Options(), jobs=1, cache=cache,
-                                                       index=lambda pool: build_index(paths))}
+    linted_results = lint_files(tasks, Options(), jobs=1, cache=cache, index=lambda pool: build_index(paths))
+    results = {Path(r.path).name: r for r in linted_results}
     assert [f.code for f in results["tagger.py"].findings] == ["DPR001"]
     assert not results["head.py"].findings and results["head.py"].problem is None
     assert "head.py" not in contexts and "head.py" not in linted

@@ -317,6 +317,28 @@ def test_a_class_an_rnn_is_handed_to_may_run_it_whatever_its_imports(tmp_path):
     assert build_index(files).may_run_rnn_elsewhere(str(tmp_path / "wrapper.py"))
 
 
+@pytest.mark.parametrize("use, elsewhere", [
+    ("class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.rnn = build_rnn()\n", True),
+    ("RNN = build_rnn\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+     "        self.rnn = RNN()\n", True),
+    ("ENCODER = build_rnn()\n", True),
+    ("def make():\n    return build_rnn()\n", True),
+    ("@build_rnn\nclass Model(nn.Module):\n    pass\n", False),
+    ("@register(build_rnn)\nclass Model(nn.Module):\n    pass\n", False),
+    # A class of that file known not to be a module cannot be an RNN.
+    ("SETTINGS = Settings()\n", False),
+])
+def test_an_imported_factory_counts_where_what_it_builds_can_reach_a_class(tmp_path, use, elsewhere):
+    files = write_project(tmp_path, {
+        "factories.py": "import torch.nn as nn\nclass Settings:\n    pass\ndef build_rnn():\n    return nn.LSTM(4, 4)\n"
+                        "def register(thing):\n    return lambda cls: cls\n",
+        "model.py": f"import torch.nn as nn\nfrom factories import build_rnn, register, Settings\n{use}"
+                    "class Tagger(nn.Module):\n    def forward(self, x):\n"
+                    "        return self.rnn(x)\n",
+    })
+    assert build_index(files).context_for(str(tmp_path / "model.py"), "any").rnn_elsewhere is elsewhere
+
+
 def _build_repeatedly(arguments):
     files, cache_file = arguments
     found = set()

@@ -117,7 +117,7 @@ _RNN_NAME = re.compile(rb"\b(?:RNN|LSTM|GRU)\b")
 _MAX_DEPTH = 12
 _SITE_TEXT_LIMIT = 60
 # The cache format; bump when the summary's shape changes.
-_SUMMARY_FORMAT = 7
+_SUMMARY_FORMAT = 8
 
 UNKNOWN = None  # a value the summary cannot name (a parameter, a subscript...)
 # What the project's bases say of a class.
@@ -170,6 +170,8 @@ class _Summarizer:
         # [callee as written (or "super:<class>"), parameter name or position, "class" or "instance", kind]
         self.hands: List[list] = []
         self._class_methods: Dict[str, List[ast.AST]] = {}
+        # Names called at module level outside functions and classes (`RNN = make_rnn_class()`).
+        self.top_calls: Set[str] = set()
 
     def summary(self) -> dict:
         calls, returns = self._scan()
@@ -186,7 +188,8 @@ class _Summarizer:
         for info in self.classes.values():
             info["calls"] = sorted(info["calls"])
         return {"module": self.module, "package": self.is_package, "imports": self.imports,
-                "classes": self.classes, "functions": self.functions, "wraps": self.wraps, "hands": self.hands}
+                "classes": self.classes, "functions": self.functions, "wraps": self.wraps, "hands": self.hands,
+                "calls": sorted(self.top_calls)}
 
     def _scan(self):
         """One walk over the tree (walks of Python's tree dominate the index's cost): imports anywhere
@@ -195,6 +198,8 @@ class _Summarizer:
         function and class it sits in, to pick the wraps from once the imports are known."""
         calls: List[Tuple[ast.Call, Optional[ast.AST], Optional[str]]] = []
         returns: Dict[str, List[Tuple[ast.Return, ast.AST]]] = {}
+        top_calls = self.top_calls
+        decorators: Set[int] = set()  # a class's decorator calls, which build nothing the class holds
         # (node, enclosing function, enclosing class's qualname for `self.` lookups, the set the calls of
         # the class being read go to, the module-level function whose returns count, qualname prefix)
         stack = [(self.tree, None, None, None, None, "")]
@@ -211,6 +216,8 @@ class _Summarizer:
                         if (class_calls is not None and name is not None and not name.startswith("self.")
                                 and name not in ("super", "self")):
                             class_calls.add(name)
+                        elif class_calls is None and function is None and name is not None and id(child) not in decorators:
+                            top_calls.add(name)
                 elif kind is ast.ClassDef and function is None:
                     qualname = f"{prefix}{child.name}"
                     self._class_methods[qualname] = [item for item in child.body
@@ -218,6 +225,7 @@ class _Summarizer:
                     own: Set[str] = set()
                     self.classes[qualname] = {"line": child.lineno, "bases": [base_name(base) for base in child.bases],
                                               "calls": own}
+                    decorators.update(id(part) for part in child.decorator_list)
                     for part in (*child.bases, *child.keywords, *child.decorator_list):
                         stack.append((part, function, cls, class_calls, top, prefix))
                     # The body's statements are walked as a module's are, in the class's context.
@@ -405,7 +413,7 @@ def _own_nodes(scope: ast.AST, types) -> Iterable[ast.AST]:
 
 
 _EMPTY_SUMMARY = {"module": None, "package": False, "imports": {}, "classes": {}, "functions": {}, "wraps": [],
-                  "hands": []}
+                  "hands": [], "calls": []}
 # Below this many files to summarise, starting worker processes costs more than it saves.
 _MIN_FILES_FOR_POOL = 16
 
@@ -427,6 +435,7 @@ def _usable_summary(summary) -> bool:
     return (isinstance(summary, dict) and isinstance(summary.get("imports"), dict)
             and isinstance(summary.get("classes"), dict) and isinstance(summary.get("functions"), dict)
             and isinstance(summary.get("wraps"), list) and isinstance(summary.get("hands"), list)
+            and isinstance(summary.get("calls"), list)
             and all(isinstance(info, dict) and isinstance(info.get("bases"), list) and isinstance(info.get("calls"), list)
                     for info in summary["classes"].values())
             and all(isinstance(info, dict) and isinstance(info.get("returns"), list)
@@ -978,12 +987,22 @@ class IndexBuilder:
                 inherited.append((name, tuple(elsewhere)))
                 rnn_elsewhere = rnn_elsewhere or any(self._mentions_rnn(_path_key(item[0])) for item in elsewhere)
         imported = []
+        # What the file calls where an RNN it builds can end up on a class: in the classes, at module level
+        # (a decorator excepted), or in what its functions return. An imported function used otherwise
+        # (as a class's decorator, say) builds nothing a class of the file holds.
+        called = set(summary["calls"]).union(*(info["calls"] for info in summary["classes"].values()),
+                                             *(info["returns"] for info in summary["functions"].values()))
+        called.discard(None)
         for local, qualified in summary["imports"].items():
             if qualified is None or local in summary["classes"] or local in summary["functions"]:
                 continue
             if not self._may_define_rnn_code(qualified):
                 continue  # its module mentions no RNN: nothing there to follow (and no file to parse)
             kind, found = self.resolve_qualified(qualified, 1)
+            if kind == "class" and self.module_status(found) == PLAIN:
+                continue  # known not to be a module (a tensor subclass, a config): it cannot be an RNN
+            if kind == "function" and not any(name == local or name.startswith(local + ".") for name in called):
+                continue
             if kind in ("class", "function") and found[0] != key and self._mentions_rnn(found[0]):
                 imported.append((local, kind, self.paths[found[0]], found[1], *self._entries[found[0]][:2]))
         injected = [(name, *entry) for (file, name), entries in self._handed.items() if file == key for entry in entries]
