@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dp_rnn_lint.analysis.project import IndexBuilder, build_index, context_in_project, imports_in_text
+from dp_rnn_lint.analysis.project import (IndexBuilder, build_index, context_in_project, imports_in_text,
+                                          needs_summary_at_build)
 
 from .conftest import FIXTURES
 
@@ -337,6 +338,17 @@ def test_an_imported_factory_counts_where_what_it_builds_can_reach_a_class(tmp_p
                     "        return self.rnn(x)\n",
     })
     assert build_index(files).context_for(str(tmp_path / "model.py"), "any").rnn_elsewhere is elsewhere
+
+
+@pytest.mark.parametrize("text, summarised", [
+    (b"import torch.nn as nn\nenc = Encoder(rnn_class=nn.GRU)\n", True),
+    (b"import torch\nnet = Wrapper(torch.nn.LSTM(4, 4))\n", True),
+    (b"from .rnn import GRU, LSTM\n", False),
+    (b"import torch.nn as nn\nif isinstance(module, (nn.LSTM, nn.GRU)):\n    pass\n", False),
+    (b"import torch.nn as nn\nok = issubclass(kind, nn.RNN)\n", False),
+])
+def test_files_that_may_hand_an_rnn_to_a_class_are_summarised_at_build(text, summarised):
+    assert needs_summary_at_build(text) is summarised
 
 
 def _build_repeatedly(arguments):

@@ -56,7 +56,19 @@ _HANDS_RNN_TEXT = re.compile(rb"[(,]\s*(?:\w+\s*=\s*)?(?:[\w.]*\.)?(?:LSTM|GRU|R
 
 def needs_summary_at_build(data: bytes) -> bool:
     """Whether the index summarises the file whatever is asked: it may wrap a model, or hand an RNN to a class."""
-    return mentions_wrap(data) or (_mentions_rnn(data) and _HANDS_RNN_TEXT.search(data) is not None)
+    return mentions_wrap(data) or (_mentions_rnn(data) and _may_hand_rnn(data))
+
+
+def _may_hand_rnn(data: bytes) -> bool:
+    """An RNN as an argument on a line that is neither an import (`from .rnn import GRU, LSTM`) nor a type
+    test (`isinstance(module, (nn.LSTM, nn.GRU))`): torch's own sources are full of both."""
+    for match in _HANDS_RNN_TEXT.finditer(data):
+        start = data.rfind(b"\n", 0, match.start()) + 1
+        end = data.find(b"\n", match.end())
+        line = data[start:end if end >= 0 else len(data)].lstrip()
+        if not (line.startswith((b"from ", b"import ")) or b"isinstance(" in line or b"issubclass(" in line):
+            return True
+    return False
 
 
 _MENTIONS_RNN, _MAY_INHERIT = 1, 2
