@@ -323,7 +323,10 @@ def test_a_class_an_rnn_is_handed_to_may_run_it_whatever_its_imports(tmp_path):
     ("RNN = build_rnn\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
      "        self.rnn = RNN()\n", True),
     ("ENCODER = build_rnn()\n", True),
-    ("def make():\n    return build_rnn()\n", True),
+    ("def make():\n    return build_rnn()\nclass Model(nn.Module):\n    def __init__(self):\n"
+     "        super().__init__()\n        self.rnn = make()\n", True),
+    # A function of the file that no class calls cannot hand a class what it builds.
+    ("def make():\n    return build_rnn()\n", False),
     ("@build_rnn\nclass Model(nn.Module):\n    pass\n", False),
     ("@register(build_rnn)\nclass Model(nn.Module):\n    pass\n", False),
     # A class of that file known not to be a module cannot be an RNN.

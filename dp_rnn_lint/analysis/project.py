@@ -1000,11 +1000,17 @@ class IndexBuilder:
                 rnn_elsewhere = rnn_elsewhere or any(self._mentions_rnn(_path_key(item[0])) for item in elsewhere)
         imported = []
         # What the file calls where an RNN it builds can end up on a class: in the classes, at module level
-        # (a decorator excepted), or in what its functions return. An imported function used otherwise
-        # (as a class's decorator, say) builds nothing a class of the file holds.
-        called = set(summary["calls"]).union(*(info["calls"] for info in summary["classes"].values()),
-                                             *(info["returns"] for info in summary["functions"].values()))
-        called.discard(None)
+        # (a decorator excepted), or in what the functions these call return. An imported function used
+        # otherwise (as a class's decorator, in a function no class calls) builds nothing a class holds.
+        called = set(summary["calls"]).union(*(info["calls"] for info in summary["classes"].values()))
+        functions = summary["functions"]
+        pending = [name for name in called if name in functions]
+        while pending:
+            for ref in functions[pending.pop()]["returns"]:
+                if ref is not None and ref not in called:
+                    called.add(ref)
+                    if ref in functions:
+                        pending.append(ref)
         for local, qualified in summary["imports"].items():
             if qualified is None or local in summary["classes"] or local in summary["functions"]:
                 continue
