@@ -13,8 +13,10 @@ root), and compares the findings with the labels.
 
 A finding matches a label when its path, line and code are the label's. Per rule it reports precision
 (labelled findings that are right), recall (flagged labels that are found), how many findings offer a
-fix, every miss and false positive, and every finding at a location no label covers (the corpus must be
-extended until there are none: a finding nobody judged is not evidence either way).
+fix (and why the others do not), every miss and false positive, and every finding at a location no label
+covers (the corpus must be extended until there are none: a finding nobody judged is not evidence either
+way). It also runs `dp-rnn-lint --fix .` twice on a copy of each tree: every file the fix changed must
+compile, and the second run must change nothing.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ import argparse
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
@@ -121,13 +124,46 @@ def lint(tree: Path) -> Tuple[List[dict], float]:
     return findings, elapsed
 
 
+def _python_files(tree: Path) -> Dict[str, bytes]:
+    return {path.relative_to(tree).as_posix(): path.read_bytes() for path in sorted(tree.rglob("*.py"))}
+
+
+def check_fixes(tree: Path) -> dict:
+    """`dp-rnn-lint --fix .` on a copy of the tree, twice: which files the first run changed, which of those
+    do not compile, which the second run changed again, and the findings left per rule afterwards."""
+    copy = tree.with_name(tree.name + ".fixed")
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(tree, copy)
+    argv = [sys.executable, "-m", "dp_rnn_lint", "--isolated", "--no-cache", "--exit-zero", "--fix", "."]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    before = _python_files(copy)
+    subprocess.run(argv, cwd=copy, capture_output=True, env=env, check=True)
+    after = _python_files(copy)
+    changed = sorted(path for path, data in after.items() if data != before.get(path))
+    not_compiling = []
+    for path in changed:
+        try:
+            compile(after[path], path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            not_compiling.append(path)
+    subprocess.run(argv, cwd=copy, capture_output=True, env=env, check=True)
+    again = _python_files(copy)
+    changed_again = sorted(path for path, data in again.items() if data != after.get(path))
+    left, _ = lint(copy)
+    shutil.rmtree(copy)
+    return {"changed": changed, "not_compiling": not_compiling, "changed_again": changed_again,
+            "left": Counter(finding["code"] for finding in left)}
+
+
 def score(manifest: dict, findings_by_repo: Dict[str, List[dict]]) -> dict:
     labels_by_key = {(l["repo"], l["path"], l["line"], l["rule"]): l for l in manifest["labels"]}
     found_keys = {}
     for repo, findings in findings_by_repo.items():
         for finding in findings:
             found_keys[(repo, finding["path"], finding["line"], finding["code"])] = finding
-    per_rule = {rule: {"tp": [], "fp": [], "fn": [], "tn": [], "unlabelled": [], "fixable": 0} for rule in SCORED_RULES}
+    per_rule = {rule: {"tp": [], "fp": [], "fn": [], "tn": [], "unlabelled": [], "fixable": 0, "unfixed": []}
+                for rule in SCORED_RULES}
     for key, label in labels_by_key.items():
         rule = label["rule"]
         if rule not in per_rule:
@@ -138,6 +174,11 @@ def score(manifest: dict, findings_by_repo: Dict[str, List[dict]]) -> dict:
         per_rule[rule][outcome].append(label)
         if outcome == "tp" and found_keys[key].get("fixable"):
             per_rule[rule]["fixable"] += 1
+        elif outcome == "tp":
+            # The finding's own words say why no fix is offered: "(<why>, so no fix is offered)".
+            message = found_keys[key]["message"]
+            why = message.rsplit("(", 1)[-1].split(", so no fix is offered")[0] if "no fix is offered" in message else ""
+            per_rule[rule]["unfixed"].append({**label, "why": why or "no fix"})
     for key, finding in found_keys.items():
         if key[3] in per_rule and key not in labels_by_key:
             per_rule[key[3]]["unlabelled"].append({"repo": key[0], "path": key[1], "line": key[2],
@@ -149,7 +190,8 @@ def ratio(part: int, whole: int) -> str:
     return f"{part / whole:.2f}" if whole else "n/a"
 
 
-def report(manifest: dict, per_rule: dict, timings: Dict[str, float], mirrors_note: str) -> str:
+def report(manifest: dict, per_rule: dict, timings: Dict[str, float], mirrors_note: str,
+           fixes: Dict[str, dict], findings_by_repo: Dict[str, List[dict]]) -> str:
     labels = manifest["labels"]
     repos = sorted({label["repo"] for label in labels})
     lines = ["# The real-world corpus: results", "",
@@ -166,11 +208,40 @@ def report(manifest: dict, per_rule: dict, timings: Dict[str, float], mirrors_no
         tp, fp, fn, tn = (len(counts[k]) for k in ("tp", "fp", "fn", "tn"))
         lines.append(f"| {rule} | {tp + fp + fn + tn} | {tp + fn} | {fp + tn} | {tp} | {fp} | {fn} | "
                      f"{ratio(tp, tp + fp)} | {ratio(tp, tp + fn)} | {counts['fixable']} of {tp} |")
-    lines += ["", "## Per repository", "", "| repository | commit | labels | lint time (s) |", "|---|---|---|---|"]
+    lines += ["", "## Per repository", "",
+              "| repository | commit | labels | lint time (s) | files `--fix` changed | of them not compiling "
+              "| changed by a second `--fix` | findings left after `--fix` (of all findings) |",
+              "|---|---|---|---|---|---|---|---|"]
     counts_by_repo = Counter(label["repo"] for label in labels)
     for repository in manifest["repositories"]:
         repo = repository["repo"]
-        lines.append(f"| {repo} | {repository['commit'][:12]} | {counts_by_repo[repo]} | {timings.get(repo, 0):.2f} |")
+        fixed = fixes[repo]
+        left = ", ".join(f"{code} {count}" for code, count in sorted(fixed["left"].items())) or "none"
+        lines.append(f"| {repo} | {repository['commit'][:12]} | {counts_by_repo[repo]} | {timings.get(repo, 0):.2f} "
+                     f"| {len(fixed['changed'])} | {len(fixed['not_compiling'])} | {len(fixed['changed_again'])} "
+                     f"| {left} (of {len(findings_by_repo[repo])}) |")
+    problems = [(repo, kind, path) for repo, fixed in fixes.items()
+                for kind in ("not_compiling", "changed_again") for path in fixed[kind]]
+    lines += ["", "## Fixes", ""]
+    # A fix that applies must take its finding away: what is left is what was offered no fix.
+    for repo, fixed in fixes.items():
+        offered_none = Counter(finding["code"] for finding in findings_by_repo[repo] if not finding.get("fixable"))
+        if fixed["left"] != offered_none:
+            problems.append((repo, "left", f"{dict(fixed['left'])} left, {dict(offered_none)} offered no fix"))
+    if not problems:
+        lines.append(f"`dp-rnn-lint --fix .` changed {sum(len(f['changed']) for f in fixes.values())} files over the "
+                     "trees; every changed file compiles, a second `--fix` changes nothing, and the findings left "
+                     "after it are exactly those offered no fix.")
+    what = {"not_compiling": "does not compile after `--fix`", "changed_again": "changed again by a second `--fix`",
+            "left": "findings left after `--fix` are not those offered no fix"}
+    for repo, kind, path in problems:
+        lines.append(f"- {repo} `{path}`: {what[kind]}")
+    unfixed = [(rule, label) for rule, counts in per_rule.items() for label in counts["unfixed"]]
+    lines += ["", "### Flagged locations found without a fix", ""]
+    if not unfixed:
+        lines.append("None.")
+    for rule, label in unfixed:
+        lines.append(f"- {rule} {label['repo']} `{label['path']}:{label['line']}`: {label['why']}")
     for title, key in (("Missed (flagged labels without a finding)", "fn"),
                        ("False positives (clean labels with a finding)", "fp")):
         lines += ["", f"## {title}", ""]
@@ -199,13 +270,16 @@ def main(argv: Sequence[str] = None) -> int:
     manifest = load_manifest(args.manifest)
     findings_by_repo: Dict[str, List[dict]] = {}
     timings: Dict[str, float] = {}
+    fixes: Dict[str, dict] = {}
     for repository in manifest["repositories"]:
         tree = materialise(args.mirrors, repository, args.work)
         findings_by_repo[repository["repo"]], timings[repository["repo"]] = lint(tree)
+        fixes[repository["repo"]] = check_fixes(tree)
         log(f"{repository['repo']}: {len(findings_by_repo[repository['repo']])} findings "
-            f"in {timings[repository['repo']]:.2f} s")
+            f"in {timings[repository['repo']]:.2f} s; --fix changed {len(fixes[repository['repo']]['changed'])} files")
     per_rule = score(manifest, findings_by_repo)
-    text = report(manifest, per_rule, timings, f"dp-rnn-lint from this checkout, {len(manifest['repositories'])} trees")
+    text = report(manifest, per_rule, timings, f"dp-rnn-lint from this checkout, {len(manifest['repositories'])} trees",
+                  fixes, findings_by_repo)
     if args.no_write:
         sys.stdout.write(text)
     else:

@@ -43,7 +43,16 @@ class AppendMethodCall:
     shown: str  # the expression's source text, for the fix's description
 
 
-Edit = Union[InsertAtBodyStart, InsertBeforeStatement, AppendKeywordArgument, AppendMethodCall]
+@dataclass(frozen=True)
+class ReplaceExpression:
+    """An expression becomes other code (a name the expression was just stored in)."""
+
+    expression: cst.BaseExpression
+    value: str  # source text of what replaces it
+    shown: str  # the expression's source text, for the fix's description
+
+
+Edit = Union[InsertAtBodyStart, InsertBeforeStatement, AppendKeywordArgument, AppendMethodCall, ReplaceExpression]
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,8 @@ def _describe(edits: Tuple[Edit, ...]) -> str:
             parts.append(f"pass `{edit.keyword}={edit.value}`")
         elif isinstance(edit, AppendMethodCall):
             parts.append(f"call `.{edit.method}()` on `{edit.shown}`")
+        elif isinstance(edit, ReplaceExpression):
+            parts.append(f"pass `{edit.value}` for `{edit.shown}`")
         else:
             parts.append("insert `" + "; ".join(text for _, text in edit.lines) + "`")
     description = ", then ".join(dict.fromkeys(parts))

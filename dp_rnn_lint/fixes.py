@@ -20,7 +20,7 @@ from .analysis.modules import is_atomic
 from .analysis.traversal import children
 
 from .findings import (AppendKeywordArgument, AppendMethodCall, Edit, Fix, InsertAtBodyStart, InsertBeforeStatement,
-                       StatementLines, TextEdit)
+                       ReplaceExpression, StatementLines, TextEdit)
 
 
 class FixError(Exception):
@@ -160,6 +160,7 @@ class _EditApplier(cst.CSTTransformer):
         self.before: Dict[cst.CSTNode, List[StatementLines]] = {}
         self.arguments: Dict[cst.CSTNode, List[Tuple[str, str]]] = {}
         self.method_calls: Dict[cst.CSTNode, List[str]] = {}
+        self.replacements: Dict[cst.CSTNode, str] = {}
         for edit in edits:
             if isinstance(edit, InsertAtBodyStart):
                 _add_unique(self.body_start.setdefault(edit.function, []), edit.lines)
@@ -169,9 +170,13 @@ class _EditApplier(cst.CSTTransformer):
                 _add_unique(self.arguments.setdefault(edit.call, []), (edit.keyword, edit.value))
             elif isinstance(edit, AppendMethodCall):
                 _add_unique(self.method_calls.setdefault(edit.expression, []), edit.method)
+            elif isinstance(edit, ReplaceExpression):
+                self.replacements[edit.expression] = edit.value
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
         updated = super().on_leave(original_node, updated_node)
+        if original_node in self.replacements:
+            updated = cst.parse_expression(self.replacements[original_node])
         for method in self.method_calls.get(original_node, ()):
             updated = _append_method_call(updated, method)
         return updated

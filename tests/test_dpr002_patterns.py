@@ -195,10 +195,11 @@ def test_stacked_rnns_in_a_loop_are_traced():
     [
         ("out, _ = self.rnn(packed)\n        return pad_packed_sequence(out)[0]", "the parameter `packed`"),
         (
-            "packed = pack_padded_sequence(self.embed(x), lengths)\n        out, _ = self.rnn(packed)\n"
+            "packed = pack_padded_sequence(lengths=lengths, input=self.embed(x))\n        out, _ = self.rnn(packed)\n"
             "        return pad_packed_sequence(out)[0]",
-            "is an expression, not a name",
+            "cannot be moved to a line of its own",
         ),
+
         ("packed = self._pack(x)\n        return pad_packed_sequence(packed)[0]", "cannot follow"),
     ],
 )
@@ -256,3 +257,174 @@ def test_total_length_none_is_the_same_trap_and_is_replaced():
     positional = source.replace("(out, batch_first=True, total_length=None)", "(out, True, 0.0, None)")
     assert findings(positional, code="DPR002") == [(8, "DPR002")]
     assert fixed(positional, code="DPR002") == positional
+
+
+HOISTED = """\
+import torch.nn as nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+class Encoder(nn.Module):
+    def forward(self, tokens, lengths):
+        # embed, then pack
+        packed = pack_padded_sequence(self.embed(tokens), lengths, batch_first=True)  # keep me
+        out, _ = self.rnn(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True)
+        return out
+"""
+
+
+def test_an_expression_packed_is_stored_in_a_local_first():
+    assert fixed(HOISTED, code="DPR002") == HOISTED.replace(
+        "        # embed, then pack\n        packed = pack_padded_sequence(self.embed(tokens), lengths",
+        "        # embed, then pack\n        padded = self.embed(tokens)\n        packed = pack_padded_sequence(padded, lengths",
+    ).replace("pad_packed_sequence(out, batch_first=True)", "pad_packed_sequence(out, batch_first=True, total_length=padded.size(1))")
+
+
+def test_the_hoisted_local_does_not_collide_and_keeps_crlf_line_endings():
+    source = HOISTED.replace("return out", "return out, padded").replace("self, tokens", "self, tokens, padded")
+    source = source.replace("\n", "\r\n")
+    result = fixed(source, code="DPR002")
+    assert "padded_1 = self.embed(tokens)\r\n" in result
+    assert "pack_padded_sequence(padded_1, lengths" in result and "total_length=padded_1.size(1)" in result
+    assert "\n" not in result.replace("\r\n", "")
+
+
+def test_an_expression_over_several_lines_is_parenthesised_and_a_pack_inside_the_rnn_call_is_hoisted():
+    source = """\
+import torch.nn as nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+class Encoder(nn.Module):
+    def forward(self, tokens, lengths):
+        out, _ = self.rnn(pack_padded_sequence(self.embed(tokens) +
+                                               self.position(tokens), lengths))
+        return pad_packed_sequence(out)[0]
+"""
+    result = fixed(source, code="DPR002")
+    assert "        padded = (self.embed(tokens) +\n                                               self.position(tokens))\n" in result
+    assert "self.rnn(pack_padded_sequence(padded, lengths))" in result
+    assert "pad_packed_sequence(out, total_length=padded.size(0))[0]" in result
+
+
+def test_the_input_given_by_keyword_is_traced():
+    source = HOISTED.replace("pack_padded_sequence(self.embed(tokens), lengths, batch_first=True)",
+                             "pack_padded_sequence(input=tokens, lengths=lengths, batch_first=True)")
+    assert "pad_packed_sequence(out, batch_first=True, total_length=tokens.size(1))" in fixed(source, code="DPR002")
+
+
+CONDITIONAL = """\
+import torch.nn as nn
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+
+class PackedLSTM(nn.Module):
+    def forward(self, input, lengths, hx=None):
+        if not isinstance(input, PackedSequence):
+            input = pack_padded_sequence(input, lengths, batch_first=True)
+        res = self.lstm(input, hx)
+        if self.pad:
+            res = (pad_packed_sequence(res[0], batch_first=True)[0], res[1])
+        return res
+"""
+
+
+def test_a_conditional_pack_is_measured_in_its_branch_and_none_elsewhere():
+    result = fixed(CONDITIONAL, code="DPR002")
+    assert result == CONDITIONAL.replace(
+        "        if not isinstance(input, PackedSequence):\n",
+        "        total_length = None\n        if not isinstance(input, PackedSequence):\n"
+        "            total_length = input.size(1)\n",
+    ).replace("pad_packed_sequence(res[0], batch_first=True)", "pad_packed_sequence(res[0], batch_first=True, total_length=total_length)")
+
+
+def test_a_rebuilt_packed_sequence_is_traced_through_its_batch_sizes():
+    source = """\
+import torch
+import torch.nn as nn
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+
+class Highway(nn.Module):
+    def forward(self, x, lengths):
+        packed = pack_padded_sequence(x, lengths, batch_first=True)
+        h, _ = self.lstm(packed)
+        mixed = PackedSequence(h.data + torch.sigmoid(self.gate(packed.data)), packed.batch_sizes)
+        return pad_packed_sequence(mixed, batch_first=True)[0]
+"""
+    assert "pad_packed_sequence(mixed, batch_first=True, total_length=x.size(1))[0]" in fixed(source, code="DPR002")
+
+
+def test_a_helper_that_packs_its_parameter_is_measured_at_the_call():
+    source = """\
+import torch.nn as nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+class CharClassifier(nn.Module):
+    def encode(self, enc_inputs, lens):
+        packed_inputs = pack_padded_sequence(enc_inputs, lens, batch_first=True)
+        packed_h_in, _ = self.encoder(packed_inputs)
+        return packed_h_in
+
+    def forward(self, src, lens):
+        enc_inputs = self.embedding(src)
+        encoded = self.encode(enc_inputs, lens)
+        encoded, _ = pad_packed_sequence(encoded, batch_first=True)
+        return self.out(encoded)
+"""
+    assert "pad_packed_sequence(encoded, batch_first=True, total_length=enc_inputs.size(1))" in fixed(source, code="DPR002")
+
+
+FLOW = """\
+import torch
+import torch.nn as nn
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pack_sequence, pad_packed_sequence
+
+class Encoder(nn.Module):
+    def forward(self, x, lengths):
+        packed = pack_padded_sequence(x, lengths, batch_first=True)
+        out, _ = self.rnn(packed)
+        out, lens = pad_packed_sequence(out, batch_first=True{padding})
+        {body}
+"""
+
+
+@pytest.mark.parametrize("body", [
+    "return pack_padded_sequence(self.norm(out), lens, batch_first=True)",
+    "out = torch.cat([out, self.proj(out)], dim=2)\n        again, _ = self.rnn2(pack_padded_sequence(out, lens, batch_first=True))\n"
+    "        return again",
+    "steps = []\n        for t in range(out.size(1)):\n            steps.append(self.cell(out[:, t]))\n"
+    "        return pack_padded_sequence(torch.stack(steps, 1), lens, batch_first=True)",
+    "return PackedSequence(self.proj(out).data, packed.batch_sizes)",
+    "return pack_sequence([row[:n] for row, n in zip(out, lens)], enforce_sorted=False)",
+    "return self.classify(out.sum(1) / lens.unsqueeze(1))",
+    "return self.classify(torch.sum(out, dim=1))",
+    "return self.mlp(out[torch.arange(out.size(0)), lens - 1])",
+    "print(out.shape)\n        return lens",
+])
+def test_a_padded_tensor_that_never_leaves_is_not_flagged(body):
+    assert findings(FLOW.format(padding="", body=body), code="DPR002") == []
+
+
+@pytest.mark.parametrize("body, words", [
+    ("return out", "gathering the outputs fails"),
+    ("return {'states': self.proj(out)}", "gathering the outputs fails"),
+    ("self.last = out\n        return lens", "stored beyond the call"),
+    ("self.cache.append(out)\n        return lens", "stored beyond the call"),
+    ("return self.classify(out.mean(1))", "pooled over time with mean()"),
+    ("return self.classify(out.max(dim=1)[0])", "pooled over time with max()"),
+    ("return self.classify(torch.mean(out, 1))", "pooled over time with mean()"),
+    ("return self.classify(out[:, -1])", "gathering the outputs fails"),
+    ("return self.classify(out.sum(2))", "gathering the outputs fails"),
+    ("self.remember(out)\n        return lens", "gathering the outputs fails"),
+    ("def later():\n            return out\n        return later", "gathering the outputs fails"),
+    ("yield out", "gathering the outputs fails"),
+])
+def test_a_padded_tensor_that_leaves_is_flagged_and_says_how(body, words):
+    source = FLOW.format(padding="", body=body)
+    assert findings(source, code="DPR002") == [(9, "DPR002")]
+    [message] = messages(source, code="DPR002")
+    assert words in message
+
+
+def test_a_sum_over_padding_that_is_not_zero_is_flagged():
+    source = FLOW.format(padding=", padding_value=-1.0", body="return self.classify(out.sum(1))")
+    assert findings(source, code="DPR002") == [(9, "DPR002")]
+    assert "pooled over time with sum()" in messages(source, code="DPR002")[0]

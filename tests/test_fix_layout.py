@@ -139,3 +139,35 @@ def test_splicing_the_touched_statements_writes_what_regenerating_the_module_wri
     assert edits
     spliced, edited = spliced_text(module, edits, module.code)
     assert spliced == apply_edits(module, edits).code == edited.code
+
+
+HOISTING = (
+    "import torch.nn as nn\n"
+    "from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence\n"
+    "\n"
+    "\n"
+    "class Tagger(nn.Module):\n"
+    "    def forward(self, tokens, lengths):\n"
+    "        # embed and pack\n"
+    "        packed = pack_padded_sequence(self.embed(tokens),  # the embeddings\n"
+    "                                      lengths.cpu(), batch_first=True)\n"
+    "        out, _ = self.rnn(packed)\n"
+    "        out, _ = pad_packed_sequence(out, batch_first=True)  # unpack\n"
+    "        return out\n"
+)
+HOISTED = (HOISTING
+           .replace("        # embed and pack\n", "        # embed and pack\n        padded = self.embed(tokens)\n")
+           .replace("pack_padded_sequence(self.embed(tokens),", "pack_padded_sequence(padded,")
+           .replace("batch_first=True)  # unpack", "batch_first=True, total_length=padded.size(1))  # unpack"))
+
+
+@pytest.mark.parametrize("layout", ["plain", "crlf", "tabs", "bom"])
+def test_the_hoisting_fix_changes_only_the_lines_it_writes(layout):
+    def shaped(text: str) -> bytes:
+        if layout == "crlf":
+            text = text.replace("\n", "\r\n")
+        if layout == "tabs":
+            text = text.replace("        ", "\t\t").replace("    ", "\t")
+        return (b"\xef\xbb\xbf" if layout == "bom" else b"") + text.encode()
+
+    assert fix(shaped(HOISTING)) == shaped(HOISTED)

@@ -14,12 +14,14 @@ from dp_rnn_lint.engine import lint_path  # noqa: E402
 from dp_rnn_lint.harness import check_data_parallel  # noqa: E402
 from dp_rnn_lint.harness.loading import LoadProblem, load_model_and_inputs  # noqa: E402
 
-from .conftest import expected_findings, fixture_files, fixture_id  # noqa: E402
+from .conftest import FIXTURES, expected_findings, fixture_files, fixture_id  # noqa: E402
 
 # What the harness reports for each rule's trap.
 PROBLEMS = {
     "DPR001": re.compile(r"^RNN submodule `[^`]+` \(\w+\) ran on replicas? [\d, ]+ before flatten_parameters\(\)"),
-    "DPR002": re.compile(r"^gathering output\S* from the replicas fails: Gather got an input of invalid size"),
+    # Padded to each replica's longest sequence: gathered outputs of unequal lengths, or pooled over that padding.
+    "DPR002": re.compile(r"^(gathering output\S* from the replicas fails: Gather got an input of invalid size|output\S* "
+                         r"under DataParallel differs from the single-device output \(same shape, other values)"),
     "DPR003": re.compile(r"^replica \d+ raised RuntimeError at \S+: 'lengths' argument should be a 1D CPU int64 tensor, "
                          r"but got 1D cuda:\d+ \w+ tensor"),
     # The state is gathered along its layer dimension (returned), or scattered along it (passed in).
@@ -106,3 +108,22 @@ def assert_same(left, right, exact):
             assert_same(left[key], right[key], exact)
     else:
         assert left == right
+
+
+# Each shape of DPR002's fix, with a batch of six that two and three replicas both split evenly.
+DPR002_FIX_SHAPES = ["faq_lstm_batch_first", "rebind_pack_statement", "nonliteral_batch_first", "hoisted_embedding_input",
+                     "conditional_pack_packed_lstm", "helper_packs_its_input", "rebuilt_packed_sequence_highway",
+                     "mean_pooled_over_time"]
+
+
+@pytest.mark.parametrize("replicas", [2, 3])
+@pytest.mark.parametrize("name", DPR002_FIX_SHAPES)
+def test_each_dpr002_fix_shape_gathers_and_matches_one_device_on_two_and_three_replicas(name, replicas):
+    buggy = FIXTURES / "DPR002" / f"{name}.py"
+    model, inputs, kwargs = load(buggy)
+    before = check_data_parallel(model, *inputs, replicas=replicas, **kwargs)
+    assert before.replicas == replicas and not before.ok
+    assert_problems_are_exactly(before, {"DPR002"})
+    model, inputs, kwargs = load(buggy.with_name(f"{name}.fixed.py"))
+    after = check_data_parallel(model, *inputs, replicas=replicas, **kwargs)
+    assert after.replicas == replicas and after.ok, after.problems

@@ -141,6 +141,20 @@ def fresh_name(base: str, taken: Set[str]) -> str:
 @dataclass(frozen=True)
 class PackSite:
     call: cst.Call  # the pack_padded_sequence(...) call
+    # When the pack is in a helper method whose result was followed: the call of the helper in the
+    # traced function, and the helper's flow.
+    helper_call: Optional[cst.Call] = None
+    helper_flow: Optional["FunctionFlow"] = None
+
+
+@dataclass(frozen=True)
+class PackedSources:
+    """What else a packed sequence can come from, besides the pack call and an RNN run on one."""
+
+    # PackedSequence(data, batch_sizes, ...): the same steps as the sequence whose batch_sizes it takes.
+    is_rebuild: Callable[[cst.Call], bool] = lambda call: False
+    # A helper method of the class that returns a packed sequence (its FunctionDef), or None.
+    helper_of: Callable[[cst.Call], Optional[cst.FunctionDef]] = lambda call: None
 
 
 def trace_to_pack(
@@ -151,6 +165,7 @@ def trace_to_pack(
     before: Optional[int] = None,
     depth: int = 0,
     rnn_output: bool = False,
+    sources: PackedSources = PackedSources(),
 ) -> Union[PackSite, str]:
     """Follow a PackedSequence expression back to the call that packed it; a reason string on failure.
 
@@ -159,19 +174,30 @@ def trace_to_pack(
     """
     if depth > 12:
         return "the packed sequence's origin is too far away to follow"
+
+    def follow(node: cst.BaseExpression, at: Optional[int], output: bool = False) -> Union[PackSite, str]:
+        return trace_to_pack(flow, node, is_pack_call, is_module_call, at, depth + 1, output, sources)
+
     if isinstance(expr, cst.Call):
         if is_pack_call(expr):
             return PackSite(expr)
         positional = [arg for arg in expr.args if arg.keyword is None and not arg.star]
         if rnn_output and positional and is_module_call(expr):
-            return trace_to_pack(
-                flow, positional[0].value, is_pack_call, is_module_call, flow.seq_of.get(expr, before), depth + 1
-            )
+            return follow(positional[0].value, flow.seq_of.get(expr, before))
+        if not rnn_output and sources.is_rebuild(expr):
+            batch_sizes = _argument(expr, 1, "batch_sizes")
+            if isinstance(batch_sizes, cst.Attribute) and batch_sizes.attr.value == "batch_sizes":
+                return follow(batch_sizes.value, flow.seq_of.get(expr, before))
+            return "the packed sequence is rebuilt from batch sizes this linter cannot follow"
+        helper = None if rnn_output else sources.helper_of(expr)
+        if helper is not None:
+            return _through_helper(expr, helper, is_pack_call, is_module_call, depth, sources)
         return "the packed sequence comes from a call this linter cannot follow"
-    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Call):
+    if isinstance(expr, cst.Subscript) and isinstance(expr.value, (cst.Call, cst.Name)):
         index = expr.slice[0].slice if len(expr.slice) == 1 else None
         if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0":
-            return trace_to_pack(flow, expr.value, is_pack_call, is_module_call, before, depth + 1, rnn_output=True)
+            # `self.rnn(packed)[0]`, or `res[0]` after `res = self.rnn(packed)`
+            return follow(expr.value, flow.seq_of.get(expr.value, before), output=True)
         return "the packed sequence comes from an expression this linter cannot follow"
     if isinstance(expr, cst.Name):
         seq = flow.seq_of.get(expr, before)
@@ -185,8 +211,42 @@ def trace_to_pack(
         if site.value is None:
             return f"`{expr.value}` is bound by a loop, `with` or another statement this linter cannot follow"
         if site.tuple_index is None:
-            return trace_to_pack(flow, site.value, is_pack_call, is_module_call, site.seq, depth + 1)
-        if site.tuple_index == 0 and isinstance(site.value, cst.Call):
-            return trace_to_pack(flow, site.value, is_pack_call, is_module_call, site.seq, depth + 1, rnn_output=True)
+            return follow(site.value, site.seq, output=rnn_output)
+        if site.tuple_index == 0 and isinstance(site.value, cst.Call) and not rnn_output:
+            return follow(site.value, site.seq, output=True)
         return f"`{expr.value}` is not the output of an RNN call"
     return "the packed sequence comes from an expression this linter cannot follow"
+
+
+def _through_helper(call: cst.Call, helper: cst.FunctionDef, is_pack_call, is_module_call, depth: int,
+                    sources: PackedSources) -> Union[PackSite, str]:
+    """`encoded = self.encode(x, lengths)`: the helper's single returned value, followed inside it."""
+    returns = [node for node in _own_returns(helper)]
+    if len(returns) != 1 or returns[0].value is None:
+        return f"the packed sequence comes from `{helper.name.value}()`, which does not return one value"
+    inner = FunctionFlow(helper)
+    site = trace_to_pack(inner, returns[0].value, is_pack_call, is_module_call, inner.seq_of.get(returns[0].value),
+                         depth + 1, False, PackedSources(sources.is_rebuild))
+    if isinstance(site, str):
+        return site
+    return PackSite(site.call, call, inner)
+
+
+def _own_returns(function: cst.FunctionDef) -> List[cst.Return]:
+    found: List[cst.Return] = []
+    stack: List[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Return):
+            found.append(node)
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(children(node))
+    return found
+
+
+def _argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    return positional[position].value if len(positional) > position else None

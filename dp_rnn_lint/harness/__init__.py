@@ -336,12 +336,15 @@ def _compare(module: nn.Module, reference: Any, report: HarnessReport) -> None:
     difference = _first_difference(reference, report.output, "output")
     if difference:
         expected = _at(reference, difference)
-        why = (
-            "a scalar output is gathered into a vector with one value per replica"
-            if isinstance(expected, torch.Tensor) and expected.dim() == 0
-            else "an output whose batch dimension is not dim 0, such as an RNN's hidden state, is gathered "
-            "along the wrong dimension"
-        )
+        got = _at(report.output, difference)
+        if isinstance(expected, torch.Tensor) and expected.dim() == 0:
+            why = "a scalar output is gathered into a vector with one value per replica"
+        elif isinstance(expected, torch.Tensor) and isinstance(got, torch.Tensor) and got.shape == expected.shape:
+            why = ("same shape, other values: something computed on each replica depends on how the batch was "
+                   "split, such as a mean or maximum over time that counts padding to the replica's longest sequence")
+        else:
+            why = ("an output whose batch dimension is not dim 0, such as an RNN's hidden state, is gathered "
+                   "along the wrong dimension")
         report.problems.append(f"{difference} under DataParallel differs from the single-device output ({why})")
 
 

@@ -2,7 +2,25 @@
 
 ## What it does
 Flags calls of `torch.nn.utils.rnn.pad_packed_sequence` (under any import spelling) in `forward`, or
-in a method `forward` reaches, that do not pass `total_length`.
+in a method `forward` reaches, that do not pass `total_length`, when the padded tensor (or what is
+computed from it) leaves the replica: returned, stored on the module or outside the function, handed
+to a helper method whose result is not followed, or pooled over time in a way that counts the padding.
+
+It follows the unpacked tensor through assignments, tensor methods, operators, layers, containers and
+loops in the function that unpacks it. Not flagged, because no tensor padded to one replica's length
+leaves: the tensor is packed again before it leaves (`pack_padded_sequence`, `pack_sequence`,
+`PackedSequence(...)`: stacked layers, a loop over time steps with a cell, reversing sequences within
+their lengths, a layer that returns a `PackedSequence`); it is only summed over time with zero padding;
+or it is only indexed at given steps (`out[:, t]` in a loop, `out[rows, positions]`).
+
+### Reductions over time
+A sum over time is the same on every replica as on one device, because the padding is zeros (it is
+flagged when `padding_value` is not zero). A mean, a maximum or minimum, a norm and the other reductions
+count the padding: each replica pads to its own longest sequence, so the same sequence is pooled over a
+different number of steps than on one device. The gather succeeds and the numbers are wrong; these are
+flagged, with a message that says so. So is `out[:, -1]`, the last padded step, which is a different
+step on each replica. A reduction over a dimension that is not time keeps the time dimension, and the
+result is followed further.
 
 ## Why is this bad?
 `nn.DataParallel` splits the batch across GPUs. Each replica's `pad_packed_sequence` pads to the
@@ -56,14 +74,30 @@ class Encoder(nn.Module):
 Unsafe, in ruff's sense: on one device the output's length can change (below). `--fix` applies it all
 the same, because that change is what DataParallel needs; JSON and SARIF output label it `unsafe`.
 
-The fix traces the packed sequence back to its `pack_padded_sequence(padded, ...)` call and passes
-the padded tensor's time dimension: `.size(1)` with `batch_first=True`, `.size(0)` without, and
-`.size(1 if <expr> else 0)` when `batch_first` is an expression. When the padded name is rebound by
-the pack statement itself or before the pad call, the size is stored in a new local just before the
-pack statement. On one device the output changes only when the input was padded beyond the batch's
-longest sequence: it is then padded to the input's length instead of the longest sequence's, which
-is what DataParallel needs. When the packed sequence cannot be traced (a parameter, a non-name
-input), the finding is reported without a fix.
+The fix traces the packed sequence back to its `pack_padded_sequence(padded, ...)` call (the input
+given by position or as `input=`; through RNN calls, `out[0]` of an RNN's result, and
+`PackedSequence(data, packed.batch_sizes)` rebuilt from another packed sequence) and passes the padded
+tensor's time dimension: `.size(1)` with `batch_first=True`, `.size(0)` without, and
+`.size(1 if <expr> else 0)` when `batch_first` is an expression.
+
+- When the padded name is rebound by the pack statement itself or before the pad call, the size is
+  stored in a new local (`total_length`) just before the pack statement.
+- When the padded input is an expression (`pack_padded_sequence(self.embed(tokens), ...)`), it is
+  first stored in a new local (`padded = self.embed(tokens)`) just before the pack statement, and the
+  pack call is given that local: only when the expression is the first thing its statement evaluates
+  besides plain names and attributes, so what runs, and in what order, is unchanged.
+- When the pack runs only in a branch or loop that the pad call is not in (`if not isinstance(x,
+  PackedSequence): x = pack_padded_sequence(x, ...)`), the size is measured in that branch and
+  `total_length = None` (pad_packed_sequence's default) goes before the branch, so the other paths
+  behave as before.
+- When a helper method packs one of its parameters and returns the packed sequence
+  (`encoded = self.encode(embedded, lengths)`), the size is measured from what the call passes.
+
+On one device the output changes only when the input was padded beyond the batch's longest sequence: it
+is then padded to the input's length instead of the longest sequence's, which is what DataParallel needs.
+When the packed sequence cannot be traced (a parameter of `forward`, a list of packed sequences, a call
+the linter cannot follow), the finding is reported without a fix and the message says why; for a
+parameter, pass `total_length` from the caller or pack inside the wrapped `forward`.
 
 ## How to suppress
 Put `# noqa: DPR002` on the reported line (the line where the call starts); a suppressed finding is
@@ -77,16 +111,28 @@ from typing import Dict, Iterator, Optional, Tuple, Union
 import libcst as cst
 
 from ..analysis import FileAnalysis
-from ..analysis.dataflow import FunctionFlow, PackSite, fresh_name, names_used, trace_to_pack
+from ..analysis.dataflow import FunctionFlow, PackedSources, PackSite, fresh_name, names_used, trace_to_pack
 from ..analysis.forward_path import PadCall
 from ..analysis.modules import call_argument
-from ..analysis.torch_names import PACK_PADDED_SEQUENCE, canonical
-from ..findings import AppendKeywordArgument, Fix, InsertBeforeStatement, Violation
+from ..analysis.traversal import children
+from ..analysis.torch_names import PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE, canonical
+from ..analysis.unpacked import POOLED, STORED, UNFOLLOWED, Escape, where_unpacked_goes
+from ..findings import AppendKeywordArgument, Fix, InsertBeforeStatement, ReplaceExpression, Violation
 from .base import Example, Rule
 
 _MESSAGE = (
     "pad_packed_sequence() without total_length in the forward pass: under DataParallel each replica pads "
     "to the longest sequence in its own slice of the batch and gathering the outputs fails"
+)
+_STORED_MESSAGE = (
+    "pad_packed_sequence() without total_length in the forward pass, and its output stored beyond the call: "
+    "under DataParallel each replica pads to the longest sequence in its own slice of the batch, so what it "
+    "stores has that replica's length (and a store on a replica is lost with it)"
+)
+_POOLED_MESSAGE = (
+    "pad_packed_sequence() without total_length in the forward pass, and its output pooled over time with "
+    "{reduction}(): under DataParallel each replica pads to the longest sequence in its own slice of the batch, "
+    "so the {reduction} counts that replica's padding and differs from the result on one device"
 )
 
 
@@ -107,6 +153,14 @@ class PadPackedTotalLength(Rule):
         "from torch.nn.utils.rnn import pad_packed_sequence\n"
         "def collate(batch):\n"
         "    return pad_packed_sequence(batch)\n",
+        # Unpacked only to work on the padded tensor, and packed again: nothing padded leaves forward.
+        "import torch.nn as nn\n"
+        "from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence\n"
+        "class Encoder(nn.Module):\n"
+        "    def forward(self, packed):\n"
+        "        out, _ = self.rnn(packed)\n"
+        "        padded, lengths = pad_packed_sequence(out, batch_first=True)\n"
+        "        return pack_padded_sequence(self.norm(padded), lengths, batch_first=True)\n",
     )
     invalid_examples = (
         Example(
@@ -165,25 +219,31 @@ class PadPackedTotalLength(Rule):
                 seen.add(event.call)
                 if _has_total_length(event.call):
                     continue
-                yield self._violation(analysis, event, flows, analysis.scope_note(cls))
+                escape = _where_unpacked_goes(analysis, event)
+                if escape is None:
+                    continue  # packed again (or summed over time) before it leaves: nothing padded crosses
+                yield self._violation(analysis, event, flows, analysis.scope_note(cls), escape)
 
-    def _violation(self, analysis: FileAnalysis, event: PadCall, flows: Dict, note: str) -> Violation:
+    def _violation(self, analysis: FileAnalysis, event: PadCall, flows: Dict, note: str, escape: Escape) -> Violation:
+        message = (_POOLED_MESSAGE.format(reduction=escape.reduction) if escape.kind == POOLED
+                   else _STORED_MESSAGE if escape.kind == STORED else _MESSAGE)
         outcome = self._trace(analysis, event, flows)
         if isinstance(outcome, str):
             advice = (
                 "; pass total_length= the padded input's time dimension (.size(1) when packed with "
                 f"batch_first=True, else .size(0)), measured before packing ({outcome}, so no fix is offered)"
             )
-            return Violation(self.code, _MESSAGE + advice + note, event.call)
+            return Violation(self.code, message + advice + note, event.call)
         size_expr, edits, rebound = outcome
         advice = f"; pass total_length={size_expr}" + (" measured before it is packed" if rebound else "")
         # Unsafe: on one device the padded length changes when inputs are padded past the batch maximum.
-        return Violation(self.code, _MESSAGE + advice + note, event.call, Fix(edits, safe=False))
+        return Violation(self.code, message + advice + note, event.call, Fix(edits, safe=False))
 
     def _trace(self, analysis: FileAnalysis, event: PadCall, flows: Dict) -> Union[str, Tuple[str, tuple, bool]]:
         if not isinstance(event.function, cst.FunctionDef):
             return "the call is inside a lambda"
-        if any(arg.star for arg in event.call.args) or not event.call.args or event.call.args[0].keyword is not None:
+        sequence = call_argument(event.call, 0, "sequence")
+        if any(arg.star for arg in event.call.args) or sequence is None:
             return "its arguments are not plain positional and keyword arguments"
         if len([arg for arg in event.call.args if arg.keyword is None]) >= 4:
             return "total_length is passed positionally as None"
@@ -208,35 +268,208 @@ class PadPackedTotalLength(Rule):
                 return True
             return isinstance(func, cst.Attribute) and func.attr.value not in method_names
 
-        site = trace_to_pack(flow, event.call.args[0].value, is_pack_call, is_module_call)
+        def is_rebuild(call: cst.Call) -> bool:
+            return canonical(analysis.resolver.qualified_name(call.func, event.scope)) == PACKED_SEQUENCE
+
+        owner = next((cls for cls in analysis.model.classes if event.function in cls.methods.values()), None)
+
+        def helper_of(call: cst.Call) -> Optional[cst.FunctionDef]:
+            # `self.encode(x, lengths)`: a method of the class holding the unpacking
+            func = call.func
+            if owner is None or not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                                     and func.value.value == "self"):
+                return None
+            found = owner.find_method(func.attr.value)
+            return found[0] if found else None
+
+        site = trace_to_pack(flow, sequence, is_pack_call, is_module_call, sources=PackedSources(is_rebuild, helper_of))
         if isinstance(site, str):
             return site
+        if site.helper_call is not None:
+            return self._fix_through_helper(analysis, flow, site, event)
         return self._fix_for(analysis, flow, site, event)
+
+    def _fix_through_helper(self, analysis: FileAnalysis, flow: FunctionFlow, site: PackSite, event: PadCall):
+        """The helper packs one of its parameters: measured from what the call passes for it."""
+        helper_flow = site.helper_flow
+        helper = helper_flow.function
+        padded = call_argument(site.call, 0, "input")
+        if not isinstance(padded, cst.Name) or padded.value not in helper_flow.parameters:
+            return f"the helper `{helper.name.value}()` packs a tensor it makes itself, not one it is given"
+        if helper_flow.insertion_point.get(site.call) not in helper.body.body:
+            return f"the helper `{helper.name.value}()` packs only in some of its branches"
+        pack_seq = helper_flow.seq_of.get(site.call)
+        if any(binding.seq < pack_seq for binding in helper_flow.bindings.get(padded.value, ())):
+            return f"the helper `{helper.name.value}()` changes `{padded.value}` before packing it"
+        batch_first = call_argument(site.call, 2, "batch_first")
+        if batch_first is not None and not (isinstance(batch_first, cst.Name) and batch_first.value in ("True", "False")):
+            return f"batch_first in the helper `{helper.name.value}()` is an expression"
+        params = [param.name.value for param in helper.params.params]
+        position = params.index(padded.value) - 1 if padded.value in params else -1  # after self
+        given = call_argument(site.helper_call, position, padded.value) if position >= 0 else None
+        if not isinstance(given, cst.Name):
+            return f"what the call of `{helper.name.value}()` passes for `{padded.value}` is not a name"
+        call_seq, pad_seq = flow.seq_of.get(site.helper_call), flow.seq_of.get(event.call)
+        if call_seq is None or pad_seq is None or flow.rebound_between(given.value, call_seq, pad_seq):
+            return f"`{given.value}` changes between the call of `{helper.name.value}()` and the unpacking"
+        size_expr = f"{given.value}.size({_time_dimension(analysis.module, batch_first)})"
+        return size_expr, (AppendKeywordArgument(event.call, "total_length", size_expr),), False
 
     def _fix_for(self, analysis: FileAnalysis, flow: FunctionFlow, site: PackSite, event: PadCall):
         if any(arg.star for arg in site.call.args):
             return "pack_padded_sequence() gets *args or **kwargs, so batch_first is unknown"
         padded = call_argument(site.call, 0, "input")
-        if not isinstance(padded, cst.Name):
-            return "the input to pack_padded_sequence() is an expression, not a name"
+        if padded is None:
+            return "pack_padded_sequence() gets no input this linter can find"
         batch_first = call_argument(site.call, 2, "batch_first")
         dimension = _time_dimension(analysis.module, batch_first)
-        size_expr = f"{padded.value}.size({dimension})"
-        pack_seq = flow.seq_of.get(padded)
+        pack_seq = flow.seq_of.get(site.call)
         pad_seq = flow.seq_of.get(event.call)
         if pack_seq is None or pad_seq is None:
             return "the pack and pad calls are in different functions"
-        if not flow.rebound_between(padded.value, pack_seq, pad_seq):
-            return size_expr, (AppendKeywordArgument(event.call, "total_length", size_expr),), False
         statement = flow.insertion_point.get(site.call)
+        parents = _parents(event.function)
+        # Packed in a branch or loop the unpacking is not in: measured there, None on the other paths
+        # (pad_packed_sequence's default, so those paths behave as before).
+        outer = _outermost_apart(statement, event.call, parents) if statement is not None else None
+        taken = names_used(event.function)
+        edits = []
+        if not isinstance(padded, cst.Name):
+            if statement is None or not _hoistable(site.call, padded, statement, parents):
+                return ("the input to pack_padded_sequence() is an expression that cannot be moved to a line of "
+                        "its own before the call")
+            local = fresh_name("padded", taken)
+            taken = taken | {local}
+            code = analysis.module.code_for_node(padded)
+            edits += [InsertBeforeStatement(statement, ((0, f"{local} = {_on_one_line(code)}"),)),
+                      ReplaceExpression(padded, local, code.strip())]
+            padded_name, rebound = local, False
+        else:
+            padded_name, rebound = padded.value, flow.rebound_between(padded.value, pack_seq, pad_seq)
+        size_expr = f"{padded_name}.size({dimension})"
+        if not rebound and outer is None:
+            return size_expr, (*edits, AppendKeywordArgument(event.call, "total_length", size_expr)), False
         if statement is None:
             return "no line can go just before the pack_padded_sequence() call (it shares its line or is in an elif)"
-        local = fresh_name("total_length", names_used(event.function))
-        edits = (
-            InsertBeforeStatement(statement, ((0, f"{local} = {size_expr}"),)),
-            AppendKeywordArgument(event.call, "total_length", local),
-        )
-        return size_expr, edits, True
+        total = fresh_name("total_length", taken)
+        if outer is not None:
+            edits.insert(0, InsertBeforeStatement(outer, ((0, f"{total} = None"),)))
+        # After the hoisted input, before the pack statement: the same statement gets both lines, in order.
+        edits.append(InsertBeforeStatement(statement, ((0, f"{total} = {size_expr}"),)))
+        edits.append(AppendKeywordArgument(event.call, "total_length", total))
+        return size_expr, _merged(edits), True
+
+
+def _merged(edits: list) -> tuple:
+    """Insertions before the same statement as one edit, in order (each edit's lines go in as one block)."""
+    merged: list = []
+    for edit in edits:
+        previous = next((e for e in merged if isinstance(e, InsertBeforeStatement) and isinstance(edit, InsertBeforeStatement)
+                         and e.statement is edit.statement), None)
+        if previous is None:
+            merged.append(edit)
+        else:
+            merged[merged.index(previous)] = InsertBeforeStatement(previous.statement, previous.lines + edit.lines)
+    return tuple(merged)
+
+
+def _parents(function: cst.FunctionDef) -> Dict[int, cst.CSTNode]:
+    found: Dict[int, cst.CSTNode] = {}
+    stack: list = [function]
+    while stack:
+        node = stack.pop()
+        for child in children(node):
+            found[id(child)] = node
+            stack.append(child)
+    return found
+
+
+def _ancestors(node: cst.CSTNode, parents: Dict[int, cst.CSTNode]) -> list:
+    chain = []
+    while id(node) in parents:
+        node = parents[id(node)]
+        chain.append(node)
+    return chain
+
+
+def _outermost_apart(statement: cst.CSTNode, pad_call: cst.Call, parents: Dict[int, cst.CSTNode]) -> Optional[cst.CSTNode]:
+    """The statement holding the pack statement that sits in the innermost block also holding the pad
+    call, when that is not the pack statement itself (the pack runs in a branch or loop the pad is not
+    in); None when the pack statement's own block holds the pad call."""
+    pad_blocks = {id(node) for node in _ancestors(pad_call, parents) if isinstance(node, (cst.IndentedBlock, cst.Module))}
+    child = statement
+    for node in _ancestors(statement, parents):
+        if isinstance(node, (cst.IndentedBlock, cst.Module)) and id(node) in pad_blocks:
+            return None if child is statement else child
+        if isinstance(node, cst.BaseCompoundStatement):
+            child = node
+    return None
+
+
+def _hoistable(pack: cst.Call, padded: cst.BaseExpression, statement: cst.CSTNode, parents: Dict[int, cst.CSTNode]) -> bool:
+    """Whether storing the pack call's input in a local just before `statement` keeps what runs, and in
+    what order: the input is the first thing the statement evaluates besides plain names and attributes
+    (the call's first argument, in a call that is the first argument of a call ... that is the statement's
+    value), and it neither binds names nor suspends."""
+    if not pack.args or pack.args[0].value is not padded:
+        return False
+    if any(isinstance(node, (cst.NamedExpr, cst.Yield, cst.Await, cst.Lambda)) for node in _nodes(padded)):
+        return False
+    node: cst.CSTNode = pack
+    while True:
+        parent = parents.get(id(node))
+        if parent is None:
+            return False
+        if isinstance(parent, cst.Arg):
+            call = parents.get(id(parent))
+            if not isinstance(call, cst.Call) or call.args[0] is not parent or not _is_plain_lookup(call.func):
+                return False
+            node = call
+        elif isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Return, cst.Expr)) and parent.value is node:
+            line = parents.get(id(parent))
+            return line is statement and isinstance(line, cst.SimpleStatementLine) and line.body[0] is parent
+        else:
+            return False
+
+
+def _is_plain_lookup(node: cst.CSTNode) -> bool:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
+
+
+def _nodes(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(children(current))
+
+
+def _on_one_line(code: str) -> str:
+    """The expression as a statement's value: wrapped in parentheses when it spans lines, which inside the
+    call's own parentheses needed none."""
+    code = code.strip()
+    return f"({code})" if "\n" in code else code
+
+
+_REPACKS = frozenset({PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE})
+
+
+def _where_unpacked_goes(analysis: FileAnalysis, event: PadCall) -> Optional[Escape]:
+    if not isinstance(event.function, cst.FunctionDef):
+        return Escape(UNFOLLOWED, event.call)  # a lambda's result goes wherever its caller takes it
+    batch_first = call_argument(event.call, 1, "batch_first")
+    time_dim = None if batch_first is not None and not isinstance(batch_first, cst.Name) else (
+        1 if isinstance(batch_first, cst.Name) and batch_first.value == "True" else
+        0 if batch_first is None or batch_first.value == "False" else None)
+    padding = call_argument(event.call, 2, "padding_value")
+    zero_padding = padding is None or (isinstance(padding, (cst.Integer, cst.Float)) and float(padding.value) == 0)
+
+    def qualified(call: cst.Call) -> Optional[str]:
+        return canonical(analysis.resolver.qualified_name(call.func, event.scope))
+
+    return where_unpacked_goes(event.function, event.call, time_dim, zero_padding, qualified, _REPACKS.__contains__)
 
 
 def _has_total_length(call: cst.Call) -> bool:

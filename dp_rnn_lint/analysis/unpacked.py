@@ -1,0 +1,360 @@
+"""Where the tensor `pad_packed_sequence` returns goes, inside the function that unpacks it.
+
+A padded tensor only hurts under DataParallel when it leaves the replica with its time dimension, padded
+to the longest sequence of the replica's own slice: returned (gathering fails) or stored on the module.
+Code that unpacks only to work on the padded tensor (concatenate, dropout, reverse, a loop over time
+steps with a cell) and packs the result again before `forward` returns sends no padded tensor across, and
+neither does a sum over time of zero padding (the same on every replica as on one device). A mean or a
+maximum over time does differ: it counts the replica's own padding.
+
+The walk follows names in source order, as the rest of the analysis does: branches and loops are not
+told apart, a loop's body is read twice so that a value carried to the next iteration is seen, and
+anything it cannot follow (a closure, a helper that may keep the tensor) counts as leaving.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterable, List, Optional
+
+import libcst as cst
+
+# What a value holds, as far as the walk is concerned.
+PADDED = "padded"  # a tensor padded to the replica's longest sequence (or something holding one)
+PAIR = "pair"  # what pad_packed_sequence returns: (padded, lengths)
+
+# Why the padded tensor counts as leaving the replica.
+RETURNED, STORED, POOLED, UNFOLLOWED = "returned", "stored", "pooled", "unfollowed"
+
+# Tensor methods whose result has no time dimension to pad.
+_SCALAR_METHODS = frozenset({"size", "dim", "ndimension", "numel", "item", "nelement", "element_size",
+                             "get_device", "is_contiguous", "data_ptr", "stride", "storage_offset"})
+_SCALAR_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "requires_grad", "layout",
+                                "batch_sizes", "grad_fn", "is_leaf"})
+# Reductions that, over the time dimension, pool the padding into the result.
+_REDUCTIONS = frozenset({"sum", "nansum", "mean", "nanmean", "max", "min", "amax", "amin", "prod", "logsumexp",
+                         "norm", "std", "var", "median", "nanmedian", "mode", "argmax", "argmin", "all", "any",
+                         "count_nonzero"})
+# A sum over zero padding is what one device gets: the padding adds nothing.
+_PADDING_FREE_REDUCTIONS = frozenset({"sum", "nansum"})
+# Builtins whose result holds no tensor.
+_NOT_TENSORS = frozenset({"len", "isinstance", "type", "id", "print", "hasattr", "callable", "repr", "str"})
+# List and dict methods that put their argument in the receiver.
+_CONTAINER_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "appendleft"})
+
+
+@dataclass(frozen=True)
+class Escape:
+    """How the padded tensor leaves: RETURNED, STORED (on the module or beyond the function), POOLED (a
+    reduction over time that counts the padding) or UNFOLLOWED (a use the walk cannot follow)."""
+
+    kind: str
+    node: cst.CSTNode
+    reduction: str = ""  # the reduction's name, for POOLED
+
+
+def where_unpacked_goes(function: cst.FunctionDef, pad_call: cst.Call, time_dim: Optional[int],
+                        zero_padding: bool, qualified: Callable[[cst.Call], Optional[str]],
+                        is_repack: Callable[[Optional[str]], bool]) -> Optional[Escape]:
+    """The first way the tensor `pad_call` returns leaves `function` padded, or None when every use packs
+    it again, pools it harmlessly or drops its time dimension. `time_dim`: 1 with batch_first, 0 without,
+    None when unknown; `qualified`: a call's canonical qualified name; `is_repack`: whether a qualified name
+    packs (pack_padded_sequence, pack_sequence, PackedSequence)."""
+    walk = _Walk(pad_call, time_dim, zero_padding, qualified, is_repack)
+    walk.statements(function.body.body if isinstance(function.body, cst.IndentedBlock) else [function.body])
+    return walk.escape
+
+
+class _Walk:
+    def __init__(self, pad_call: cst.Call, time_dim: Optional[int], zero_padding: bool,
+                 qualified: Callable[[cst.Call], Optional[str]], is_repack: Callable[[Optional[str]], bool]) -> None:
+        self.pad_call = pad_call
+        self.time_dim = time_dim
+        self.zero_padding = zero_padding
+        self.qualified = qualified
+        self.is_repack = is_repack
+        self.names: Dict[str, str] = {}  # local name -> PADDED or PAIR
+        self.escape: Optional[Escape] = None
+
+    def leave(self, kind: str, node: cst.CSTNode, reduction: str = "") -> None:
+        if self.escape is None:
+            self.escape = Escape(kind, node, reduction)
+
+    # -- statements ---------------------------------------------------------------------------------
+    def statements(self, body: Iterable[cst.CSTNode]) -> None:
+        for statement in body:
+            if self.escape is not None:
+                return
+            self.statement(statement)
+
+    def statement(self, node: cst.CSTNode) -> None:
+        kind = type(node)
+        if kind is cst.SimpleStatementLine:
+            for small in node.body:
+                self.small_statement(small)
+        elif kind is cst.If:
+            self.value(node.test)
+            self.block(node.body)
+            if isinstance(node.orelse, cst.If):
+                self.statement(node.orelse)
+            elif node.orelse is not None:
+                self.block(node.orelse.body)
+        elif kind in (cst.For, cst.While):
+            if kind is cst.For:
+                self.bind(node.target, self.value(node.iter), node)
+            else:
+                self.value(node.test)
+            for _ in range(2):  # a value carried into the next iteration is seen on the second reading
+                self.block(node.body)
+            if node.orelse is not None:
+                self.block(node.orelse.body)
+        elif kind is cst.With:
+            for item in node.items:
+                found = self.value(item.item)
+                if item.asname is not None:
+                    self.bind(item.asname.name, found, node)
+            self.block(node.body)
+        elif kind in (cst.Try, cst.TryStar):
+            self.block(node.body)
+            for handler in node.handlers:
+                self.block(handler.body)
+            for extra in (node.orelse, node.finalbody):
+                if extra is not None:
+                    self.block(extra.body)
+        elif kind in (cst.FunctionDef, cst.ClassDef):
+            if self.mentions_tainted(node):
+                self.leave(UNFOLLOWED, node)  # a closure over the padded tensor: where it runs is unknown
+        elif self.mentions_tainted(node) or self.holds_pad_call(node):
+            self.leave(UNFOLLOWED, node)  # match statements and the like
+
+    def block(self, body: cst.BaseSuite) -> None:
+        if isinstance(body, cst.IndentedBlock):
+            self.statements(body.body)
+        else:
+            for small in body.body:
+                self.small_statement(small)
+
+    def small_statement(self, node: cst.CSTNode) -> None:
+        kind = type(node)
+        if kind is cst.Assign:
+            found = self.value(node.value)
+            for target in node.targets:
+                self.bind(target.target, found, node)
+        elif kind is cst.AnnAssign:
+            if node.value is not None:
+                self.bind(node.target, self.value(node.value), node)
+        elif kind is cst.AugAssign:
+            found = self.value(node.value)
+            if found is not None:
+                self.bind(node.target, PADDED, node)
+        elif kind is cst.Return:
+            if node.value is not None and self.value(node.value) is not None:
+                self.leave(RETURNED, node)
+        elif kind is cst.Expr:
+            self.expression_statement(node.value)
+        elif kind in (cst.Global, cst.Nonlocal):
+            if any(name.name.value in self.names for name in node.names):
+                self.leave(STORED, node)
+        elif kind is cst.Del:
+            pass
+        elif self.mentions_tainted(node) or self.holds_pad_call(node):
+            self.value_of_children(node)
+
+    def expression_statement(self, node: cst.BaseExpression) -> None:
+        if isinstance(node, (cst.Yield, cst.Await)) and node.value is not None and not isinstance(node.value, cst.From):
+            if self.value(node.value) is not None:
+                self.leave(RETURNED, node)
+            return
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            receiver = node.func.value
+            if node.func.attr.value in _CONTAINER_METHODS and any(self.value(arg.value) for arg in node.args):
+                if isinstance(receiver, cst.Name):
+                    self.names[receiver.value] = PADDED  # `outputs.append(step)`: the list holds it now
+                else:
+                    self.leave(STORED, node)  # `self.cache.append(out)`
+                return
+            if _root_name(receiver) in ("self", "cls") and any(self.value(arg.value) for arg in node.args):
+                self.leave(UNFOLLOWED, node)  # a helper or submodule may keep what it is given
+                return
+        self.value(node)
+
+    def value_of_children(self, node: cst.CSTNode) -> None:
+        for child in node.children:
+            if isinstance(child, cst.BaseExpression):
+                self.value(child)
+
+    def bind(self, target: cst.CSTNode, found: Optional[str], statement: cst.CSTNode) -> None:
+        kind = type(target)
+        if kind is cst.Name:
+            if found is None:
+                self.names.pop(target.value, None)
+            else:
+                self.names[target.value] = found
+        elif kind in (cst.Tuple, cst.List):
+            for index, element in enumerate(target.elements):
+                # `out, lengths = pad_packed_sequence(...)`: only the first is padded.
+                part = (PADDED if index == 0 else None) if found == PAIR else found
+                self.bind(element.value, part, statement)
+        elif kind is cst.StarredElement:
+            self.bind(target.value, found, statement)
+        elif found is not None:
+            root = _root_name(target)
+            if kind is cst.Subscript and root is not None and root not in ("self", "cls") and isinstance(target.value, cst.Name):
+                self.names[root] = PADDED  # `steps[t] = out[:, t]`: a local container
+            else:
+                self.leave(STORED, statement)
+
+    # -- expressions --------------------------------------------------------------------------------
+    def value(self, node: cst.CSTNode) -> Optional[str]:
+        """PADDED, PAIR or None: what the expression's value holds. Pooling reductions are reported here."""
+        if self.escape is not None:
+            return None
+        if node is self.pad_call:
+            for arg in node.args:
+                self.value(arg.value)
+            return PAIR
+        kind = type(node)
+        if kind is cst.Name:
+            return self.names.get(node.value)
+        if kind is cst.Attribute:
+            found = self.value(node.value)
+            return None if found is None or node.attr.value in _SCALAR_ATTRIBUTES else PADDED
+        if kind is cst.Subscript:
+            return self.subscript(node)
+        if kind is cst.Call:
+            return self.call(node)
+        if kind in (cst.Lambda, cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
+            if self.holds_pad_call(node):
+                self.leave(UNFOLLOWED, node)
+                return None
+            return PADDED if self.mentions_tainted(node) else None
+        if kind is cst.NamedExpr:
+            found = self.value(node.value)
+            self.bind(node.target, found, node)
+            return found
+        if kind in (cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.ConcatenatedString, cst.FormattedString):
+            return None
+        # Operators, containers, conditional expressions: padded when any part is.
+        return self.value_in(node)
+
+    def value_in(self, node: cst.CSTNode) -> Optional[str]:
+        """The value of the expressions below a node that is not one itself (a dict element, a comprehension)."""
+        found = None
+        for child in node.children:
+            if isinstance(child, cst.BaseExpression):
+                found = found or (PADDED if self.value(child) else None)
+            elif isinstance(child, cst.CSTNode):
+                found = found or self.value_in(child)
+        return found
+
+    def subscript(self, node: cst.Subscript) -> Optional[str]:
+        found = self.value(node.value)
+        for element in node.slice:
+            self.value_in(element)
+        if found is None:
+            return None
+        if found == PAIR:
+            index = _integer_index(node)
+            return PADDED if index == 0 else None if index is not None else PADDED
+        # One step of the time dimension (`out[:, t]`) has no time dimension left.
+        for position, element in enumerate(node.slice):
+            if isinstance(element.slice, cst.Index) and _is_scalar(element.slice.value):
+                if self.time_dim is not None and position == self.time_dim:
+                    return None
+        return PADDED
+
+    def call(self, node: cst.Call) -> Optional[str]:
+        func = node.func
+        arguments = [self.value(arg.value) for arg in node.args]
+        if isinstance(func, cst.Attribute):
+            receiver = self.value(func.value)
+            method = func.attr.value
+            if receiver is not None:
+                if method in _SCALAR_METHODS:
+                    return None
+                if method in _REDUCTIONS:
+                    return self.reduction(node, method, _argument(node, 0, "dim"))
+                return PADDED
+        else:
+            self.value(func)
+        name = self.qualified(node)
+        if self.is_repack(name):
+            return None  # packed again: what it returns is a PackedSequence, not a padded tensor
+        if not any(arguments):
+            return None
+        if isinstance(func, cst.Name) and func.value in _NOT_TENSORS and name in (None, f"builtins.{func.value}"):
+            return None
+        function = name.rsplit(".", 1)[-1] if name is not None and name.startswith("torch.") else None
+        if function in _REDUCTIONS and arguments[:1] == [PADDED]:  # torch.mean(out, 1)
+            return self.reduction(node, function, _argument(node, 1, "dim"))
+        return PADDED  # a layer, an activation, torch.cat: the time dimension is still there
+
+    def reduction(self, node: cst.Call, method: str, dim: Optional[cst.BaseExpression]) -> Optional[str]:
+        over = _integer_value(dim) if dim is not None else None
+        if dim is not None and over is not None and over >= 0 and self.time_dim is not None and over != self.time_dim:
+            return PADDED  # over another dimension: the time dimension is still there
+        if method in _PADDING_FREE_REDUCTIONS and self.zero_padding:
+            # Over time (or everything) the padding adds nothing; over an unknown dimension the time
+            # dimension may still be there.
+            return None if dim is None or (over is not None and over == self.time_dim) else PADDED
+        self.leave(POOLED, node, method)
+        return None
+
+    # -- helpers ------------------------------------------------------------------------------------
+    def mentions_tainted(self, node: cst.CSTNode) -> bool:
+        return any(isinstance(found, cst.Name) and found.value in self.names for found in _descendants(node))
+
+    def holds_pad_call(self, node: cst.CSTNode) -> bool:
+        return any(found is self.pad_call for found in _descendants(node))
+
+
+def _descendants(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
+    stack: List[cst.CSTNode] = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def _root_name(node: cst.CSTNode) -> Optional[str]:
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def _argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    return positional[position].value if len(positional) > position else None
+
+
+def _integer_value(node: Optional[cst.CSTNode]) -> Optional[int]:
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = _integer_value(node.expression)
+        return None if inner is None else -inner
+    return None
+
+
+def _integer_index(node: cst.Subscript) -> Optional[int]:
+    if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        return _integer_value(node.slice[0].slice.value)
+    return None
+
+
+def _is_scalar(node: cst.BaseExpression) -> bool:
+    """An index that picks given positions: a number, a name (a loop counter, the positions of tokens), or
+    arithmetic on them. Not `-1`: the last padded step is a different step on each replica."""
+    if isinstance(node, (cst.Integer, cst.Name)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return not isinstance(node.operator, cst.Minus) and _is_scalar(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return _is_scalar(node.left) and _is_scalar(node.right)
+    return False
+
+
+__all__ = ["Escape", "RETURNED", "STORED", "POOLED", "UNFOLLOWED", "where_unpacked_goes"]
