@@ -229,6 +229,10 @@ class PadPackedTotalLength(Rule):
                    else _STORED_MESSAGE if escape.kind == STORED else _MESSAGE)
         outcome = self._trace(analysis, event, flows)
         if isinstance(outcome, str):
+            if outcome.startswith("the packed sequence is the parameter"):
+                # Packed by the caller: the padded length exists only there.
+                outcome += (" and nothing here measures the padded input: pass total_length from the caller, or "
+                            "pack inside the wrapped forward")
             advice = (
                 "; pass total_length= the padded input's time dimension (.size(1) when packed with "
                 f"batch_first=True, else .size(0)), measured before packing ({outcome}, so no fix is offered)"
