@@ -447,6 +447,7 @@ class FileResult:
     fixed: Optional[bytes] = None  # the fixed content, when fixing changed something
     fixed_codes: Counter = field(default_factory=Counter)  # how many findings of each code were fixed
     note: Optional[str] = None  # why the file was skipped, when it was
+    write_failed: bool = False  # fixes were found but could not be written: `problem` says why
 
     @property
     def fixed_count(self) -> int:
@@ -603,7 +604,10 @@ def lint_path(path: str, selection: Selection = Selection(), fix: bool = False, 
         try:
             write_atomically(path, result.fixed, source)
         except FileProblem as problem:
-            result.problem = str(problem)
-            result.fixed = None
-            result.fixed_codes = Counter()
+            # Nothing was fixed: the file's findings are those of its unchanged content, and the result
+            # says why, once (it is never cached: the next run must look again).
+            unfixed = lint_source(source, path, selection, describe_fixes=describe_fixes, context=context)
+            unfixed.problem = str(problem)
+            unfixed.write_failed = True
+            return unfixed
     return result

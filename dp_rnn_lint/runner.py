@@ -332,7 +332,10 @@ def _first_look_one(path: str, selection: Selection):
 
 
 def _remember(cache: ResultCache, task: Task, result: FileResult, options: Options) -> None:
-    """Store the answer under the content the worker actually read (result.original)."""
+    """Store the answer under the content the worker actually read (result.original); never a failed write,
+    which says nothing about what a later run finds."""
+    if result.write_failed:
+        return
     if result.fixed is None:
         if not options.fix or not any(f.fixable for f in result.findings):
             cache.put(cache.key(task.path, result.original, task.selection, task.context), result)

@@ -286,6 +286,20 @@ def test_fix_does_not_touch_a_read_only_file(project):
     assert oct(target.stat().st_mode & 0o777) == "0o444"
 
 
+def test_a_fix_that_could_not_be_written_is_not_remembered_by_the_cache(project):
+    # The read-only file's finding is reported (it was not fixed), and once the file is writable again
+    # the next run, with the same cache, still finds it.
+    target = project / "model.py"
+    target.chmod(0o444)
+    cache = ["--cache-dir", str(project / "cache")]
+    first = run("--fix", *cache, "--format", "concise", ".", cwd=project)
+    assert first.returncode == 1 and "error: model.py: read-only file; not fixed" in first.stderr
+    assert "model.py:12:18: DPR001" in first.stdout
+    target.chmod(0o644)
+    second = run(*cache, "--format", "concise", ".", cwd=project)
+    assert "model.py:12:18: DPR001" in second.stdout and "error" not in second.stderr
+
+
 def test_fix_keeps_the_file_mode(project):
     target = project / "model.py"
     target.chmod(0o751)
