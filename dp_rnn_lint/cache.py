@@ -35,20 +35,22 @@ class ResultCache:
         self._usable = True
 
     @staticmethod
-    def key(path: str, source: bytes, selection: Selection, context: Union[FileContext, str] = FileContext()) -> str:
-        # The context (which classes are wrapped, and where) changes findings without changing the file.
+    def key(path: str, source: bytes, selection: Selection, context: Union[FileContext, str] = FileContext(),
+            named: bool = False) -> str:
+        # The context (which classes are wrapped, and where) changes findings without changing the file; so
+        # does being named on the command line (its syntax is then always checked).
         import hashlib  # json, hashlib and tempfile load where used: a run without the cache never needs them
 
         digest = hashlib.sha256()
-        for part in (__version__, path, repr(selection), repr(context)):
+        for part in (__version__, path, repr(selection), repr(context), "named" if named else ""):
             digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(source)
         return digest.hexdigest()
 
     @staticmethod
-    def first_look_key(path: str, source: bytes, selection: Selection) -> str:
+    def first_look_key(path: str, source: bytes, selection: Selection, named: bool = False) -> str:
         """The key of what the cheap stages alone say of a file: no project index is needed to ask it."""
-        return ResultCache.key(path, source, selection, FIRST_LOOK)
+        return ResultCache.key(path, source, selection, FIRST_LOOK, named)
 
     def get(self, key: str, path: str, source: bytes) -> Optional[FileResult]:
         stored = self._read(key)

@@ -11,10 +11,11 @@ from collections import Counter
 import os
 import sys
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, TextIO, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Set, TextIO, Tuple
 
 from . import __version__
-from .config import ConfigError, Settings, SettingsResolver, code_list, pattern_list, per_file_ignores
+from .config import (ConfigError, Settings, SettingsResolver, code_list, pattern_list, per_file_ignores,
+                     selected_codes)
 from .cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, ResultCache, default_cache_dir
 from .engine import FileResult, lint_source
 from .runner import Options, Task, default_jobs, lint_files
@@ -74,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or folders to lint (default: .)")
     parser.add_argument("--fix", action="store_true", help="rewrite files in place with the fixes")
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
-    parser.add_argument("--select", type=_option(code_list), action="extend", metavar="CODES",
+    parser.add_argument("--select", type=_option(selected_codes), action="extend", metavar="CODES",
                         help="comma-separated codes or prefixes to enable (default: DPR)")
     parser.add_argument("--ignore", type=_option(code_list), action="extend", metavar="CODES",
                         help="comma-separated codes or prefixes to disable")
@@ -153,14 +154,16 @@ def build_verify_parser() -> argparse.ArgumentParser:
 
 def rule(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="dp-rnn-lint rule", description="Print a rule's documentation.")
-    parser.add_argument("code", nargs="?", metavar="CODE", help="a rule code, such as DPR001")
+    parser.add_argument("code", nargs="?", metavar="CODE",
+                        help="a rule code or name, such as DPR001 or rnn-without-flatten-parameters")
     parser.add_argument("--all", action="store_true", help="list every rule")
     args = parser.parse_args(argv)
     if args.all or not args.code:
         for each in rules.ALL_RULES:
             sys.stdout.write(f"{each.code}  {each.name}  {each.summary}\n")
         return EXIT_CLEAN
-    found = rules.RULES_BY_CODE.get(args.code.upper())
+    found = rules.RULES_BY_CODE.get(args.code.upper()) or next(
+        (each for each in rules.ALL_RULES if each.name == args.code.lower()), None)
     if found is None:
         sys.stderr.write(f"dp-rnn-lint rule: error: unknown rule {args.code!r} (known: {', '.join(rules.RULE_CODES)})\n")
         return EXIT_USAGE
@@ -170,8 +173,9 @@ def rule(argv: Sequence[str]) -> int:
 
 def verify(argv: Sequence[str]) -> int:
     args = build_verify_parser().parse_args(argv)
-    if args.replicas < 1:
-        sys.stderr.write("dp-rnn-lint verify: error: --replicas must be at least 1\n")
+    if args.replicas < 2:
+        # One replica is the module itself: nothing is split or gathered, so "ok" would prove nothing.
+        sys.stderr.write("dp-rnn-lint verify: error: --replicas must be at least 2 (one replica splits nothing)\n")
         return EXIT_USAGE
     try:
         from .harness import check_data_parallel
@@ -263,14 +267,18 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
                 index = build_index([stdin_name], sources={stdin_name: stdin_source})
                 context = index.context_for(stdin_name, settings.scope)
             results.append(lint_source(stdin_source, stdin_name, selection, fix=fix, describe_fixes=describe_fixes,
-                                       context=context))
+                                       context=context, check_syntax=True))
     else:
         found = []
         walked: Dict[Tuple[str, int], List[str]] = {}  # (folder named, its settings) -> the files found there
+        named: Set[str] = set()  # files named themselves: their syntax is always checked (a walk screens words)
         for given, settings in settings_per_path:
             files = [(path, problem) for path, problem in _files(given, settings)]
-            if os.path.isdir(given) and not settings.force_exclude:  # the project's walk never force-excludes
-                walked[os.path.abspath(given), id(settings)] = [path for path, problem in files if problem is None]
+            if os.path.isdir(given):
+                if not settings.force_exclude:  # the project's walk never force-excludes
+                    walked[os.path.abspath(given), id(settings)] = [path for path, problem in files if problem is None]
+            else:
+                named.update(path for path, _ in files)
             found += [(path, problem, settings.selection_for(path), settings) for path, problem in files]
         cache_dir = None if args.no_cache else (Path(args.cache_dir) if args.cache_dir else default_cache_dir())
         jobs = args.jobs or default_jobs()
@@ -292,7 +300,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         # Otherwise the index is built only once a file needs the analysis (most trees have none).
         tasks = [Task(path, selection, problem,
                       index.context_for(path, settings.scope) if index else (None if lazy else FileContext()),
-                      scope=settings.scope)
+                      scope=settings.scope, named=path in named)
                  for path, problem, selection, settings in found]
         cache = None if cache_dir is None else ResultCache(cache_dir)
         results = lint_files(tasks, Options(fix=fix, write=write, describe_fixes=describe_fixes), jobs=jobs, cache=cache,

@@ -70,6 +70,14 @@ def code_list(value: Any, where: str) -> Tuple[str, ...]:
     return codes
 
 
+def selected_codes(value: Any, where: str) -> Tuple[str, ...]:
+    """What `select` enables: at least one code, as an empty selection would silently check nothing."""
+    codes = code_list(value, where)
+    if not codes:
+        raise ConfigError(_at(where, "selects no rule (to turn rules off, use ignore)"))
+    return codes
+
+
 def pattern_list(value: Any, where: str) -> Tuple[str, ...]:
     if isinstance(value, str):
         value = value.split(",")
@@ -106,7 +114,7 @@ def scope_name(value: Any, where: str) -> str:
 
 
 _READERS = {
-    "select": ("select", code_list),
+    "select": ("select", selected_codes),
     "ignore": ("ignore", code_list),
     "exclude": ("exclude", pattern_list),
     "extend-exclude": ("extend_exclude", pattern_list),
@@ -146,7 +154,12 @@ def read_config_file(path: Path, required: bool) -> Optional[Settings]:
         raise ConfigError(f"{shown}: cannot parse TOML: {error}") from error
     if path.name != "pyproject.toml":
         return settings_from_table(document, path, f"{shown}:")
-    table = document.get("tool", {}).get(TABLE) if isinstance(document.get("tool"), dict) else None
+    tools = document.get("tool") if isinstance(document.get("tool"), dict) else {}
+    table = tools.get(TABLE)
+    misspelt = [name for name in tools if name != TABLE and _spelling(name) == _spelling(TABLE)]
+    if misspelt:
+        # `[tool.dp_rnn_lint]` would otherwise be read as no configuration at all.
+        raise ConfigError(f"{shown}: [tool.{misspelt[0]}] is not read; the table is [tool.{TABLE}]")
     if table is None:
         if required:
             raise ConfigError(f"{shown}: has no [tool.{TABLE}] table")
@@ -154,6 +167,10 @@ def read_config_file(path: Path, required: bool) -> Optional[Settings]:
     if not isinstance(table, dict):
         raise ConfigError(f"{shown}: [tool.{TABLE}] must be a table")
     return settings_from_table(table, path, f"{shown}: [tool.{TABLE}]")
+
+
+def _spelling(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
 
 
 def find_config(folder: Path) -> Optional[Settings]:

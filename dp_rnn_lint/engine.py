@@ -347,11 +347,12 @@ def screened_codes(codes: Sequence[str], context: FileContext) -> List[str]:
 
 
 def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[ast.Module] = None,
-                force: bool = False) -> _FirstLook:
+                force: bool = False, check_syntax: bool = False) -> _FirstLook:
     """The cheap stages before libcst: the word pre-filter, the size limit, readability, Python's parser
     (or the tree flake8 already has) and the ast screen. FileProblem for a file that is not text or
     nests too deeply. `force`: the project says the file's classes inherit RNNs, so only the checks of
-    readability, size and syntax apply."""
+    readability, size and syntax apply. `check_syntax`: a file ruled out unparsed is still parsed, and its
+    syntax error is the verdict's python_error (a file named on the command line)."""
     # flake8 hands over text: encoded once here for the word and size checks.
     data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
     # A class whose base lives in another file may run an RNN that base builds: only the project can
@@ -360,6 +361,8 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
     candidates = force or may_contain_candidates(data)
     if not candidates:
         check_readable(source)  # not worth parsing, but a binary or undecodable `.py` file gets an error line
+        if check_syntax and tree is None and not _parses(source):
+            return _FirstLook(False, _python_verdict(source)[1])
         if not inherited:
             return _FirstLook(False)
         if tree is None:
@@ -454,15 +457,19 @@ class FileResult:
         return sum(self.fixed_codes.values())
 
 
-def result_without_candidates(source: bytes, path: str, selection: Selection = Selection()) -> FileResult:
-    """The result of a file in which may_contain_candidates() found no candidate word: it is never parsed,
-    only checked to be text at all."""
+def result_without_candidates(source: bytes, path: str, selection: Selection = Selection(),
+                              check_syntax: bool = False) -> FileResult:
+    """The result of a file in which may_contain_candidates() found no candidate word: it is only checked to
+    be text at all, and parsed only with `check_syntax` (a file named on the command line)."""
     result = FileResult(path, original=source)
     if selection.codes():
         try:
             check_readable(source)
         except FileProblem as problem:
             result.problem = str(problem)
+        else:
+            if check_syntax and not _parses(source):
+                result.problem = _python_verdict(source)[1]
     return result
 
 
@@ -475,7 +482,8 @@ class Unsettled:
     tree: Optional[ast.Module] = None  # Python's tree, when the cheap stages parsed the file
 
 
-def first_look_verdict(source: bytes, path: str, selection: Selection = Selection()) -> Union[FileResult, Unsettled]:
+def first_look_verdict(source: bytes, path: str, selection: Selection = Selection(),
+                       check_syntax: bool = False) -> Union[FileResult, Unsettled]:
     """The result of a file the cheap stages settle with every selected code, which is then its result
     whatever the project index says of it (the index only ever takes codes away, and the screen with
     fewer codes says no where it says no with all of them); Unsettled when they cannot settle it."""
@@ -484,13 +492,13 @@ def first_look_verdict(source: bytes, path: str, selection: Selection = Selectio
     if not codes:
         return result
     try:
-        look = _first_look(source, codes)
+        look = _first_look(source, codes, check_syntax=check_syntax)
     except FileProblem as problem:
         result.problem = str(problem)
         return result
     if look.needs_analysis or look.may_inherit:
         return Unsettled(look.needs_analysis, look.tree)
-    result.note = look.note
+    result.note, result.problem = look.note, look.python_error
     return result
 
 
@@ -501,10 +509,14 @@ def settled_by_context(context: FileContext, selection: Selection) -> bool:
 
 
 def lint_source(source: bytes, path: str, selection: Selection = Selection(), fix: bool = False,
-                describe_fixes: bool = False, context: Optional[FileContext] = None) -> FileResult:
+                describe_fixes: bool = False, context: Optional[FileContext] = None,
+                check_syntax: bool = False, screened: bool = False) -> FileResult:
     """Findings left after noqa (and after fixing, when asked); the fixed bytes are not written.
     With describe_fixes, each fixable finding carries its fix as text edits. `context` is what the
-    project index says about the file (default: the file is its own project)."""
+    project index says about the file (default: the file is its own project). `check_syntax`: a syntax
+    error is reported even where the words of the file rule it out (a file named on the command line).
+    `screened`: a first look with every selected code already found that the file needs the analysis,
+    so with those codes the screens are not run again."""
     result = FileResult(path, original=source)
     context = context if context is not None else own_context(source, path)
     all_codes = selection.codes()
@@ -514,15 +526,17 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
     try:
         # With no code left for this file, still the cheap stages: a file that cannot be read or parsed
         # gets its error line whatever the scope.
-        look = _inherited_look(source, codes, _first_look(source, codes or all_codes), context)
+        if screened and list(codes) == list(all_codes):
+            look = _first_look(source, codes, force=True)
+        else:
+            look = _inherited_look(source, codes, _first_look(source, codes or all_codes, check_syntax=check_syntax),
+                                   context)
     except FileProblem as problem:
         result.problem = str(problem)
         return result
     result.note = look.note
-    if not codes:
+    if not codes or not look.needs_analysis:
         result.problem = look.python_error  # Python's word on syntax, as libcst is not asked
-        return result
-    if not look.needs_analysis:
         return result
     # Only files that reach libcst need the deep stack (see run_with_deep_stack).
     rules = [rule for rule in selection.rules() if rule.code in codes]
@@ -592,14 +606,15 @@ def _fixed_bytes(module: cst.Module, edits: Sequence, source: bytes) -> Tuple[by
 
 def lint_path(path: str, selection: Selection = Selection(), fix: bool = False, write: bool = False,
               describe_fixes: bool = False, source: Optional[bytes] = None,
-              context: Optional[FileContext] = None) -> FileResult:
+              context: Optional[FileContext] = None, check_syntax: bool = False, screened: bool = False) -> FileResult:
     """Lint (and fix) one file; `source` is its content when the caller has already read it."""
     if source is None:
         try:
             source = read_source(path)
         except FileProblem as problem:
             return FileResult(path, problem=str(problem))
-    result = lint_source(source, path, selection, fix=fix, describe_fixes=describe_fixes, context=context)
+    result = lint_source(source, path, selection, fix=fix, describe_fixes=describe_fixes, context=context,
+                         check_syntax=check_syntax, screened=screened)
     if write and result.fixed is not None and result.problem is None:
         try:
             write_atomically(path, result.fixed, source)

@@ -16,7 +16,7 @@ import os
 import sys
 from collections import deque
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, Deque, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Deque, Iterable, List, Optional, Set, Tuple
 
 from .analysis.project import FileContext, ProjectIndex, entry_from_first_look
 from .cache import MAY_INHERIT, NEEDS_ANALYSIS, ResultCache
@@ -45,6 +45,7 @@ class Task:
     # What the project index says about the file; None: asked of lint_files' index when the file needs it.
     context: Optional[FileContext] = FileContext()
     scope: str = "any"  # the scope the index's context is asked for
+    named: bool = False  # named on the command line: its syntax is checked whatever its words say
 
 
 @dataclass(frozen=True)
@@ -102,12 +103,12 @@ def lint_files(tasks: Iterable[Task], options: Options, jobs: int = 1, cache: Op
             results[position] = FileResult(task.path, problem=str(problem))
             continue
         if not worth_a_look(source, task.selection):
-            results[position] = _slim(result_without_candidates(source, task.path, task.selection))
+            results[position] = _slim(result_without_candidates(source, task.path, task.selection, task.named))
             continue
         if task.context is None and index is None:
             tasks[position] = task = replace(task, context=FileContext())
         if task.context is None:
-            known = cache.get_first_look(cache.first_look_key(task.path, source, task.selection), task.path,
+            known = cache.get_first_look(cache.first_look_key(task.path, source, task.selection, task.named), task.path,
                                          source) if cache else None
             if known == NEEDS_ANALYSIS or known == MAY_INHERIT:
                 deferred.append(_Waiting(position, needs_analysis=known == NEEDS_ANALYSIS))
@@ -128,7 +129,7 @@ def _answer_from_cache(cache: Optional[ResultCache], task: Task, source: bytes, 
                        results: List[Optional[FileResult]], position: int) -> bool:
     if cache is None:
         return False
-    cached = cache.get(cache.key(task.path, source, task.selection, task.context), task.path, source)
+    cached = cache.get(cache.key(task.path, source, task.selection, task.context, task.named), task.path, source)
     if cached is None or (options.fix and any(f.fixable for f in cached.findings)):
         return False
     results[position] = _slim(cached)
@@ -146,6 +147,8 @@ class _Schedule:
         self.index, self.built = index, None
         # (path, index entry) from first looks that came back before the index was built
         self.entries: List[Tuple[str, list]] = []
+        # Files whose first look found that they need the analysis: the screens need not run again.
+        self.screened: Set[int] = set()
         self.pool, self.workers = pool, workers
         self.chunk = max(1, files // (workers * 8))
         self.look_chunk = min(_FIRST_LOOK_CHUNK, self.chunk)
@@ -175,13 +178,13 @@ class _Schedule:
             while len(in_flight) < limit and (ready_queue or look_queue):
                 if ready_queue:
                     chunk = [ready_queue.popleft() for _ in range(min(self.chunk, len(ready_queue)))]
-                    work = [(self.tasks[i].path, self.tasks[i].selection, self.options, self.tasks[i].context)
-                            for i in chunk]
+                    work = [(self.tasks[i].path, self.tasks[i].selection, self.options, self.tasks[i].context,
+                             self.tasks[i].named, i in self.screened) for i in chunk]
                     in_flight.append((False, chunk, self.pool.submit(_lint_chunk, work)))
                 else:
                     chunk = [look_queue.popleft() for _ in range(min(self.look_chunk, len(look_queue)))]
                     self.look_chunk = min(self.look_chunk * 2, self.chunk)
-                    work = [(self.tasks[i].path, self.tasks[i].selection) for i in chunk]
+                    work = [(self.tasks[i].path, self.tasks[i].selection, self.tasks[i].named) for i in chunk]
                     in_flight.append((True, chunk, self.pool.submit(_first_look_chunk, work)))
             if not in_flight:
                 continue
@@ -198,17 +201,20 @@ class _Schedule:
         task = self.tasks[position]
         if isinstance(outcome, _Deferred):
             waiting.append(_Waiting(position, outcome.source, outcome.needs_analysis))
+            if outcome.needs_analysis:
+                self.screened.add(position)
             if outcome.entry is not None:
                 if self.built is None:
                     self.entries.append((task.path, outcome.entry))
                 else:
                     self.built.adopt(task.path, outcome.entry)
             if self.cache is not None:
-                self.cache.put_needs_analysis(self.cache.first_look_key(task.path, outcome.source, task.selection),
+                self.cache.put_needs_analysis(self.cache.first_look_key(task.path, outcome.source, task.selection,
+                                                                        task.named),
                                               may_inherit_only=not outcome.needs_analysis)
             return
         if self.cache is not None and outcome.original is not None:
-            self.cache.put(self.cache.first_look_key(task.path, outcome.original, task.selection), outcome)
+            self.cache.put(self.cache.first_look_key(task.path, outcome.original, task.selection, task.named), outcome)
         self.results[position] = _slim(outcome)
 
     def _with_contexts(self, waiting: List[_Waiting]) -> List[int]:
@@ -231,7 +237,7 @@ class _Schedule:
             if source is not None and not item.needs_analysis and settled_by_context(task.context, task.selection):
                 result = FileResult(task.path, original=source)
                 if self.cache is not None:
-                    self.cache.put(self.cache.key(task.path, source, task.selection, task.context), result)
+                    self.cache.put(self.cache.key(task.path, source, task.selection, task.context, task.named), result)
                 self.results[position] = _slim(result)
                 continue
             if source is None or not _answer_from_cache(self.cache, task, source, self.options, self.results, position):
@@ -299,23 +305,23 @@ def _context():
     return None
 
 
-def _lint_chunk(work: List[Tuple[str, Selection, Options, FileContext]]) -> List[FileResult]:
+def _lint_chunk(work: List[Tuple[str, Selection, Options, FileContext, bool, bool]]) -> List[FileResult]:
     return [_lint_one(item) for item in work]
 
 
-def _lint_one(item: Tuple[str, Selection, Options, FileContext]) -> FileResult:
-    path, selection, options, context = item
+def _lint_one(item: Tuple[str, Selection, Options, FileContext, bool, bool]) -> FileResult:
+    path, selection, options, context, named, screened = item
     result = lint_path(path, selection, fix=options.fix, write=options.write, describe_fixes=options.describe_fixes,
-                       context=context)
+                       context=context, check_syntax=named, screened=screened)
     # Syntax-tree edits stay in the worker: they are large and only the applying process needs them.
     return replace(result, findings=[finding.detached() for finding in result.findings])
 
 
-def _first_look_chunk(work: List[Tuple[str, Selection]]) -> list:
-    return [_first_look_one(path, selection) for path, selection in work]
+def _first_look_chunk(work: List[Tuple[str, Selection, bool]]) -> list:
+    return [_first_look_one(path, selection, named) for path, selection, named in work]
 
 
-def _first_look_one(path: str, selection: Selection):
+def _first_look_one(path: str, selection: Selection, named: bool = False):
     """The file's result if the cheap stages settle it, else _Deferred with what was read."""
     try:
         stat = os.stat(path)  # before the read: a file changed meanwhile then never matches its entry
@@ -324,7 +330,7 @@ def _first_look_one(path: str, selection: Selection):
         return FileResult(path, problem=str(problem))
     except OSError as error:
         return FileResult(path, problem=f"cannot read: {error.strerror or error}")
-    verdict = first_look_verdict(source, path, selection)
+    verdict = first_look_verdict(source, path, selection, named)
     if not isinstance(verdict, Unsettled):
         return verdict
     return _Deferred(source, verdict.needs_analysis,
@@ -338,7 +344,7 @@ def _remember(cache: ResultCache, task: Task, result: FileResult, options: Optio
         return
     if result.fixed is None:
         if not options.fix or not any(f.fixable for f in result.findings):
-            cache.put(cache.key(task.path, result.original, task.selection, task.context), result)
+            cache.put(cache.key(task.path, result.original, task.selection, task.context, task.named), result)
     elif options.write and result.problem is None:
         # What is left in the file as written is the lint result of its new content.
-        cache.put(cache.key(task.path, result.fixed, task.selection, task.context), replace(result, note=None))
+        cache.put(cache.key(task.path, result.fixed, task.selection, task.context, task.named), replace(result, note=None))

@@ -300,6 +300,29 @@ def test_a_fix_that_could_not_be_written_is_not_remembered_by_the_cache(project)
     assert "model.py:12:18: DPR001" in second.stdout and "error" not in second.stderr
 
 
+NO_COLON = "import torch.nn as nn\n\n\nclass Head(nn.Module):\n    def forward(self, x)\n        return x\n"
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_file_named_on_the_command_line_gets_its_syntax_error_whatever_its_words(project, cached):
+    (project / "broken.py").write_text(NO_COLON)
+    cache = ["--cache-dir", str(project / "cache")] if cached else ["--no-cache"]
+    for _ in range(2 if cached else 1):  # the second run is answered from the cache
+        result = run(*cache, "broken.py", cwd=project)
+        assert result.returncode == 1
+        assert "error: broken.py:5:25: cannot parse: expected ':'" in result.stderr
+    from_stdin = run("--no-cache", "-", cwd=project, stdin=NO_COLON)
+    assert from_stdin.returncode == 1 and "error: -:5:25: cannot parse: expected ':'" in from_stdin.stderr
+
+
+def test_a_folder_walk_keeps_the_word_screen_for_files_that_cannot_hold_a_finding(project):
+    # Documented: a walk parses only files whose words could lead to a finding, as the speed needs.
+    (project / "broken.py").write_text(NO_COLON)
+    (project / "model.py").write_text(CLEAN)
+    result = run("--no-cache", ".", cwd=project)
+    assert result.returncode == 0 and "broken.py" not in result.stderr
+
+
 def test_fix_keeps_the_file_mode(project):
     target = project / "model.py"
     target.chmod(0o751)

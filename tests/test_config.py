@@ -129,6 +129,7 @@ def test_config_option_names_the_file_and_isolated_ignores_every_file(project, t
     ("exclude = 3\n", "pyproject.toml: [tool.dp-rnn-lint] exclude: expected a list of file patterns"),
     ('per-file-ignores = ["x"]\n', "pyproject.toml: [tool.dp-rnn-lint] per-file-ignores: expected a table"),
     ("select = [\n", "pyproject.toml: cannot parse TOML"),
+    ("select = []\n", "pyproject.toml: [tool.dp-rnn-lint] select: selects no rule"),
 ])
 def test_a_bad_configuration_is_one_error_line_naming_file_and_key_and_nothing_is_fixed(project, table, expected):
     write_pyproject(project, table)
@@ -138,6 +139,19 @@ def test_a_bad_configuration_is_one_error_line_naming_file_and_key_and_nothing_i
     [line] = result.stderr.splitlines()
     assert line.startswith("error: " + expected), line
     assert (project / "models" / "tagger.py").read_text() == BUGGY
+
+
+@pytest.mark.parametrize("name", ["dp_rnn_lint", "DP-RNN-LINT", "dp.rnn.lint"])
+def test_a_misspelt_table_is_an_error_not_silence(project, name):
+    (project / "pyproject.toml").write_text(f'[tool."{name}"]\nselect = ["DPR002"]\n')
+    result = run(".", cwd=project)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == f'error: pyproject.toml: [tool.{name}] is not read; the table is [tool.dp-rnn-lint]'
+
+
+def test_an_empty_select_on_the_command_line_is_a_usage_error(project):
+    result = run("--select", "", ".", cwd=project)
+    assert result.returncode == 2 and "--select: selects no rule" in result.stderr
 
 
 def test_a_missing_config_file_is_an_error_naming_it(project):

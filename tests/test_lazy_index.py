@@ -103,9 +103,9 @@ def test_once_the_index_is_built_only_files_whose_context_costs_a_parse_get_a_fi
     looks = []
     real = runner.first_look_verdict
 
-    def counting(source, path, selection):
+    def counting(source, path, selection, check_syntax=False):
         looks.append(path)
-        return real(source, path, selection)
+        return real(source, path, selection, check_syntax)
 
     monkeypatch.setattr(runner, "first_look_verdict", counting)
     tasks = [Task(path, Selection(), context=None) for path in paths]

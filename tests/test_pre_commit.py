@@ -165,3 +165,37 @@ def test_second_run_of_both_hooks_passes(runs, project):
     assert runs.again.returncode == 0, output
     assert _statuses(output) == {"dp-rnn-lint": "Passed", "dp-rnn-lint-fix": "Passed"}, output
     assert (project / "model.py").read_text() == FIXED
+
+
+STREAMING = """\
+import torch.nn as nn
+
+
+class StreamingTagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(8, 8, num_layers=2, batch_first=True)
+
+    def forward(self, x):
+        self.gru.flatten_parameters()
+        states, h_n = self.gru(x)
+        return states, h_n
+"""
+TRAIN = "import torch.nn as nn\n\nfrom model import StreamingTagger\n\nnet = nn.DataParallel(StreamingTagger())\n"
+
+
+def test_a_wrap_in_another_file_is_reported_once_with_one_summary(hooks_repo, environment, tmp_path):
+    # pre-commit would split many files over parallel batches; the hooks ask it for one process, so the
+    # index sees the wrap in train.py and the run prints one summary.
+    _require_git()
+    _git("init", "--quiet", cwd=tmp_path, env=environment)
+    (tmp_path / "model.py").write_text(STREAMING)
+    (tmp_path / "train.py").write_text(TRAIN)
+    for number in range(12):
+        (tmp_path / f"util_{number}.py").write_text(f"VALUE_{number} = {number}\n")
+    _git("add", ".", cwd=tmp_path, env=environment)
+    result = _try_repo(hooks_repo, tmp_path, environment, "dp-rnn-lint")
+    assert result.returncode == 1, result.stdout
+    assert result.stdout.count(": DPR004 ") == 1, result.stdout
+    summaries = re.findall(r"^(?:Found \d+ error|All checks passed!|No findings\.)", result.stdout, re.MULTILINE)
+    assert len(summaries) == 1, result.stdout

@@ -56,6 +56,12 @@ def test_rule_command_prints_a_page_and_lists_all():
     assert [line.split()[0] for line in listed] == [rule.code for rule in ALL_RULES]
     unknown = run("rule", "E501")
     assert unknown.returncode == 2 and "unknown rule 'E501'" in unknown.stderr
+    assert run("rule", ALL_RULES[1].name).stdout == rule_page(ALL_RULES[1])
+
+
+def test_verify_refuses_fewer_than_two_replicas():
+    result = run("verify", "--replicas", "1", "fixtures/DPR002/faq_lstm_batch_first.py")
+    assert result.returncode == 2 and "--replicas must be at least 2" in result.stderr
 
 
 def test_readme_links_every_rule_page():

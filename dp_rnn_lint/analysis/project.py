@@ -477,8 +477,8 @@ def entry_from_first_look(path: str, data: bytes, size: int, mtime_ns: int, tree
     it read `data`), with its summary when the file's context will ask for it: the parse is then made
     once, in the worker, instead of again in the process that asks. None when no context needs it."""
     entry = _new_entry(data, size, mtime_ns)
-    if not entry[4] or tree is None:
-        return None
+    if not entry[4] or tree is None or entry[2]:
+        return None  # a file that wraps or hands RNNs is summarised when the index is built, in any case
     entry[3] = summarize(data, _path_key(path), tree) or _EMPTY_SUMMARY
     return entry
 
