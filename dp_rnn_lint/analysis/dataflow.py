@@ -12,6 +12,7 @@ from typing import Callable, Dict, List, Optional, Set, Union
 
 import libcst as cst
 
+from .modules import call_argument, iter_nodes
 from .names import parameter_names
 from .statements import StatementTracker
 from .traversal import Visitor, children, walk
@@ -185,7 +186,7 @@ def trace_to_pack(
         if rnn_output and positional and is_module_call(expr):
             return follow(positional[0].value, flow.seq_of.get(expr, before))
         if not rnn_output and sources.is_rebuild(expr):
-            batch_sizes = _argument(expr, 1, "batch_sizes")
+            batch_sizes = call_argument(expr, 1, "batch_sizes")
             if isinstance(batch_sizes, cst.Attribute) and batch_sizes.attr.value == "batch_sizes":
                 return follow(batch_sizes.value, flow.seq_of.get(expr, before))
             return "the packed sequence is rebuilt from batch sizes this linter cannot follow"
@@ -221,7 +222,7 @@ def trace_to_pack(
 def _through_helper(call: cst.Call, helper: cst.FunctionDef, is_pack_call, is_module_call, depth: int,
                     sources: PackedSources) -> Union[PackSite, str]:
     """`encoded = self.encode(x, lengths)`: the helper's single returned value, followed inside it."""
-    returns = [node for node in _own_returns(helper)]
+    returns = list(iter_nodes(helper.body, (cst.Return,), skip_nested_scopes=True))
     if len(returns) != 1 or returns[0].value is None:
         return f"the packed sequence comes from `{helper.name.value}()`, which does not return one value"
     inner = FunctionFlow(helper)
@@ -230,23 +231,3 @@ def _through_helper(call: cst.Call, helper: cst.FunctionDef, is_pack_call, is_mo
     if isinstance(site, str):
         return site
     return PackSite(site.call, call, inner)
-
-
-def _own_returns(function: cst.FunctionDef) -> List[cst.Return]:
-    found: List[cst.Return] = []
-    stack: List[cst.CSTNode] = [function.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.Return):
-            found.append(node)
-        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(children(node))
-    return found
-
-
-def _argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg.value
-    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-    return positional[position].value if len(positional) > position else None

@@ -15,9 +15,12 @@ anything it cannot follow (a closure, a helper that may keep the tensor) counts 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, Optional
 
 import libcst as cst
+
+from .modules import call_argument, iter_nodes
+from .traversal import children
 
 # What a value holds, as far as the walk is concerned.
 PADDED = "padded"  # a tensor padded to the replica's longest sequence (or something holding one)
@@ -179,7 +182,7 @@ class _Walk:
         self.value(node)
 
     def value_of_children(self, node: cst.CSTNode) -> None:
-        for child in node.children:
+        for child in children(node):
             if isinstance(child, cst.BaseExpression):
                 self.value(child)
 
@@ -240,7 +243,7 @@ class _Walk:
     def value_in(self, node: cst.CSTNode) -> Optional[str]:
         """The value of the expressions below a node that is not one itself (a dict element, a comprehension)."""
         found = None
-        for child in node.children:
+        for child in children(node):
             if isinstance(child, cst.BaseExpression):
                 found = found or (PADDED if self.value(child) else None)
             elif isinstance(child, cst.CSTNode):
@@ -273,7 +276,7 @@ class _Walk:
                 if method in _SCALAR_METHODS:
                     return None
                 if method in _REDUCTIONS:
-                    return self.reduction(node, method, _argument(node, 0, "dim"))
+                    return self.reduction(node, method, call_argument(node, 0, "dim"))
                 return PADDED
         else:
             self.value(func)
@@ -286,7 +289,7 @@ class _Walk:
             return None
         function = name.rsplit(".", 1)[-1] if name is not None and name.startswith("torch.") else None
         if function in _REDUCTIONS and arguments[:1] == [PADDED]:  # torch.mean(out, 1)
-            return self.reduction(node, function, _argument(node, 1, "dim"))
+            return self.reduction(node, function, call_argument(node, 1, "dim"))
         return PADDED  # a layer, an activation, torch.cat: the time dimension is still there
 
     def reduction(self, node: cst.Call, method: str, dim: Optional[cst.BaseExpression]) -> Optional[str]:
@@ -302,32 +305,16 @@ class _Walk:
 
     # -- helpers ------------------------------------------------------------------------------------
     def mentions_tainted(self, node: cst.CSTNode) -> bool:
-        return any(isinstance(found, cst.Name) and found.value in self.names for found in _descendants(node))
+        return any(found.value in self.names for found in iter_nodes(node, (cst.Name,)))
 
     def holds_pad_call(self, node: cst.CSTNode) -> bool:
-        return any(found is self.pad_call for found in _descendants(node))
-
-
-def _descendants(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
-    stack: List[cst.CSTNode] = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
+        return any(found is self.pad_call for found in iter_nodes(node, (cst.Call,)))
 
 
 def _root_name(node: cst.CSTNode) -> Optional[str]:
     while isinstance(node, (cst.Attribute, cst.Subscript)):
         node = node.value
     return node.value if isinstance(node, cst.Name) else None
-
-
-def _argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.BaseExpression]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg.value
-    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
-    return positional[position].value if len(positional) > position else None
 
 
 def _integer_value(node: Optional[cst.CSTNode]) -> Optional[int]:

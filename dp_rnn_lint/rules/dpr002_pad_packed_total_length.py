@@ -106,14 +106,15 @@ not fixed either. With flake8, `--extend-ignore=DPR002` or a `per-file-ignores` 
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, Optional, Tuple, Union
+from typing import Callable, Dict, Iterator, Optional, Tuple, Union
 
 import libcst as cst
 
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow, PackedSources, PackSite, fresh_name, names_used, trace_to_pack
 from ..analysis.forward_path import PadCall
-from ..analysis.modules import call_argument
+from ..analysis.modules import call_argument, iter_nodes
+from ..analysis.names import dotted_name
 from ..analysis.traversal import children
 from ..analysis.torch_names import PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE, canonical
 from ..analysis.unpacked import POOLED, STORED, UNFOLLOWED, Escape, where_unpacked_goes
@@ -255,8 +256,10 @@ class PadPackedTotalLength(Rule):
         if flow is None:
             flow = flows[event.function] = FunctionFlow(event.function)
 
+        qualified = _qualified_names(analysis, event)
+
         def is_pack_call(call: cst.Call) -> bool:
-            return canonical(analysis.resolver.qualified_name(call.func, event.scope)) == PACK_PADDED_SEQUENCE
+            return qualified(call) == PACK_PADDED_SEQUENCE
 
         method_names = {name for cls in analysis.model.classes for name in cls.methods}
 
@@ -273,7 +276,7 @@ class PadPackedTotalLength(Rule):
             return isinstance(func, cst.Attribute) and func.attr.value not in method_names
 
         def is_rebuild(call: cst.Call) -> bool:
-            return canonical(analysis.resolver.qualified_name(call.func, event.scope)) == PACKED_SEQUENCE
+            return qualified(call) == PACKED_SEQUENCE
 
         owner = next((cls for cls in analysis.model.classes if event.function in cls.methods.values()), None)
 
@@ -306,7 +309,7 @@ class PadPackedTotalLength(Rule):
         if any(binding.seq < pack_seq for binding in helper_flow.bindings.get(padded.value, ())):
             return f"the helper `{helper.name.value}()` changes `{padded.value}` before packing it"
         batch_first = call_argument(site.call, 2, "batch_first")
-        if batch_first is not None and not (isinstance(batch_first, cst.Name) and batch_first.value in ("True", "False")):
+        if _literal_time_dimension(batch_first) is None:
             return f"batch_first in the helper `{helper.name.value}()` is an expression"
         params = [param.name.value for param in helper.params.params]
         position = params.index(padded.value) - 1 if padded.value in params else -1  # after self
@@ -417,7 +420,7 @@ def _hoistable(pack: cst.Call, padded: cst.BaseExpression, statement: cst.CSTNod
     value), and it neither binds names nor suspends."""
     if not pack.args or pack.args[0].value is not padded:
         return False
-    if any(isinstance(node, (cst.NamedExpr, cst.Yield, cst.Await, cst.Lambda)) for node in _nodes(padded)):
+    if next(iter_nodes(padded, (cst.NamedExpr, cst.Yield, cst.Await, cst.Lambda)), None) is not None:
         return False
     node: cst.CSTNode = pack
     while True:
@@ -426,7 +429,7 @@ def _hoistable(pack: cst.Call, padded: cst.BaseExpression, statement: cst.CSTNod
             return False
         if isinstance(parent, cst.Arg):
             call = parents.get(id(parent))
-            if not isinstance(call, cst.Call) or call.args[0] is not parent or not _is_plain_lookup(call.func):
+            if not isinstance(call, cst.Call) or call.args[0] is not parent or dotted_name(call.func) is None:
                 return False
             node = call
         elif isinstance(parent, (cst.Assign, cst.AnnAssign, cst.Return, cst.Expr)) and parent.value is node:
@@ -434,20 +437,6 @@ def _hoistable(pack: cst.Call, padded: cst.BaseExpression, statement: cst.CSTNod
             return line is statement and isinstance(line, cst.SimpleStatementLine) and line.body[0] is parent
         else:
             return False
-
-
-def _is_plain_lookup(node: cst.CSTNode) -> bool:
-    while isinstance(node, cst.Attribute):
-        node = node.value
-    return isinstance(node, cst.Name)
-
-
-def _nodes(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(children(current))
 
 
 def _on_one_line(code: str) -> str:
@@ -463,17 +452,19 @@ _REPACKS = frozenset({PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE})
 def _where_unpacked_goes(analysis: FileAnalysis, event: PadCall) -> Optional[Escape]:
     if not isinstance(event.function, cst.FunctionDef):
         return Escape(UNFOLLOWED, event.call)  # a lambda's result goes wherever its caller takes it
-    batch_first = call_argument(event.call, 1, "batch_first")
-    time_dim = None if batch_first is not None and not isinstance(batch_first, cst.Name) else (
-        1 if isinstance(batch_first, cst.Name) and batch_first.value == "True" else
-        0 if batch_first is None or batch_first.value == "False" else None)
+    time_dim = _literal_time_dimension(call_argument(event.call, 1, "batch_first"))
     padding = call_argument(event.call, 2, "padding_value")
     zero_padding = padding is None or (isinstance(padding, (cst.Integer, cst.Float)) and float(padding.value) == 0)
 
+    return where_unpacked_goes(event.function, event.call, time_dim, zero_padding, _qualified_names(analysis, event),
+                               _REPACKS.__contains__)
+
+
+def _qualified_names(analysis: FileAnalysis, event: PadCall) -> Callable[[cst.Call], Optional[str]]:
+    """A call's canonical qualified name, as seen where the pad call is."""
     def qualified(call: cst.Call) -> Optional[str]:
         return canonical(analysis.resolver.qualified_name(call.func, event.scope))
-
-    return where_unpacked_goes(event.function, event.call, time_dim, zero_padding, qualified, _REPACKS.__contains__)
+    return qualified
 
 
 def _has_total_length(call: cst.Call) -> bool:
@@ -492,9 +483,15 @@ def _is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
 
 
-def _time_dimension(module: cst.Module, batch_first: Optional[cst.BaseExpression]) -> str:
+def _literal_time_dimension(batch_first: Optional[cst.BaseExpression]) -> Optional[int]:
+    """1 for `batch_first=True`, 0 for False or none given; None when it is an expression."""
     if batch_first is None or (isinstance(batch_first, cst.Name) and batch_first.value == "False"):
-        return "0"
+        return 0
     if isinstance(batch_first, cst.Name) and batch_first.value == "True":
-        return "1"
-    return f"1 if {module.code_for_node(batch_first)} else 0"
+        return 1
+    return None
+
+
+def _time_dimension(module: cst.Module, batch_first: Optional[cst.BaseExpression]) -> str:
+    known = _literal_time_dimension(batch_first)
+    return str(known) if known is not None else f"1 if {module.code_for_node(batch_first)} else 0"
