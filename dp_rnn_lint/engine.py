@@ -393,9 +393,14 @@ def _inherited_look(source: Union[str, bytes], codes: Sequence[str], look: _Firs
                     context: FileContext) -> _FirstLook:
     """The first look again, forced, for a file the cheap stages rule out whose classes the project says
     may run an RNN built in another file (a base, an imported factory, an RNN handed in)."""
-    if look.needs_analysis or not look.may_inherit or not context.rnn_elsewhere or not set(codes) & RNN_CODES:
+    if look.needs_analysis or not look.may_inherit or not _inherits_rnn(context, codes):
         return look
     return _first_look(source, codes, look.tree, force=True)
+
+
+def _inherits_rnn(context: FileContext, codes: Sequence[str]) -> bool:
+    """Whether, for these codes, a class of the file may run an RNN that another file builds."""
+    return context.rnn_elsewhere and bool(set(codes) & RNN_CODES)
 
 
 def check_source(source: Union[str, bytes], path: str = "", selection: Selection = Selection(),
@@ -505,7 +510,7 @@ def first_look_verdict(source: bytes, path: str, selection: Selection = Selectio
 def settled_by_context(context: FileContext, selection: Selection) -> bool:
     """Whether a file whose first look left only what it may inherit in question is clean in this context:
     nothing its classes may run from another file can build an RNN (what _inherited_look would find)."""
-    return not context.rnn_elsewhere or not set(screened_codes(selection.codes(), context)) & RNN_CODES
+    return not _inherits_rnn(context, screened_codes(selection.codes(), context))
 
 
 def lint_source(source: bytes, path: str, selection: Selection = Selection(), fix: bool = False,

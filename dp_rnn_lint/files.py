@@ -190,6 +190,16 @@ def read_source(path: str) -> bytes:
         raise FileProblem(f"cannot read: {error.strerror or error}") from error
 
 
+def read_source_and_stat(path: str) -> Tuple[bytes, os.stat_result]:
+    """The file's bytes and its stat, taken before the read: a file changed meanwhile then never matches
+    what is recorded of it (size, mtime)."""
+    try:
+        found = os.stat(path)
+    except OSError as error:
+        raise FileProblem(f"cannot read: {error.strerror or error}") from error
+    return read_source(path), found
+
+
 def write_atomically(path: str, data: bytes, expected_original: bytes) -> None:
     """Replace the file's content in one step, keeping its mode; refuse when it changed on disk."""
     if read_source(path) != expected_original:

@@ -22,7 +22,7 @@ from .analysis.project import FileContext, ProjectIndex, entry_from_first_look
 from .cache import MAY_INHERIT, NEEDS_ANALYSIS, ResultCache
 from .engine import (FileResult, Selection, Unsettled, first_look_verdict, lint_path, result_without_candidates,
                      settled_by_context, worth_a_look)
-from .files import FileProblem, read_source
+from .files import FileProblem, read_source, read_source_and_stat
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -324,12 +324,9 @@ def _first_look_chunk(work: List[Tuple[str, Selection, bool]]) -> list:
 def _first_look_one(path: str, selection: Selection, named: bool = False):
     """The file's result if the cheap stages settle it, else _Deferred with what was read."""
     try:
-        stat = os.stat(path)  # before the read: a file changed meanwhile then never matches its entry
-        source = read_source(path)
+        source, stat = read_source_and_stat(path)
     except FileProblem as problem:
         return FileResult(path, problem=str(problem))
-    except OSError as error:
-        return FileResult(path, problem=f"cannot read: {error.strerror or error}")
     verdict = first_look_verdict(source, path, selection, named)
     if not isinstance(verdict, Unsettled):
         return verdict

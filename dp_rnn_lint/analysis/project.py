@@ -430,13 +430,18 @@ _EMPTY_SUMMARY = {"module": None, "package": False, "imports": {}, "classes": {}
 _MIN_FILES_FOR_POOL = 16
 
 
-def _summarize_file(path: str) -> dict:
+def _file_bytes(path: str) -> Optional[bytes]:
+    """The file's bytes, or None when it cannot be read (its linting reports that, not the index)."""
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            return handle.read()
     except OSError:
-        return _EMPTY_SUMMARY
-    return summarize(data, path) or _EMPTY_SUMMARY
+        return None
+
+
+def _summarize_file(path: str) -> dict:
+    data = _file_bytes(path)
+    return (summarize(data, path) if data is not None else None) or _EMPTY_SUMMARY
 
 
 def _usable_summary(summary) -> bool:
@@ -651,6 +656,7 @@ class IndexBuilder:
         self.files_parsed = 0
         self._module_of: Dict[str, Tuple[Optional[str], bool]] = {}
         self._reaches_rnn: Dict[str, bool] = {}
+        self._imports_resolved: Dict[str, Set[str]] = {}
         for key in self.paths:
             module, is_package = self._module_of[key] = module_name_for(key)
             if module:
@@ -713,7 +719,7 @@ class IndexBuilder:
         try:
             stat = os.stat(key)
         except OSError:
-            entry = [0, 0, False, None, 0, None]
+            entry = _new_entry(b"", 0, 0)
             self._entries[key] = entry
             return entry
         cached = self._cached.get(key)
@@ -732,13 +738,7 @@ class IndexBuilder:
         return entry
 
     def _read(self, key: str) -> bytes:
-        if key in self.sources:
-            return self.sources[key]
-        try:
-            with open(key, "rb") as handle:
-                return handle.read()
-        except OSError:
-            return b""
+        return self.sources[key] if key in self.sources else _file_bytes(key) or b""
 
     def adopt(self, key: str, entry: list) -> None:
         current = self._entries.get(key)
@@ -784,6 +784,9 @@ class IndexBuilder:
         return any(self._reaches(file) for file in self._imported_files(key) if file != key)
 
     def _imported_files(self, key: str) -> Set[str]:
+        """The project files the file's import statements name (resolved once per file and run)."""
+        if key in self._imports_resolved:
+            return self._imports_resolved[key]
         module, is_package = self._module_of.get(key) or module_name_for(key)
         entry = self._entry(key, need_summary=False)
         if entry[5] is None:
@@ -802,35 +805,29 @@ class IndexBuilder:
                     if file is not None:
                         files.add(file)
                         break
+        self._imports_resolved[key] = files
         return files
 
     def _reaches(self, start: str) -> bool:
         """Whether the file mentions an RNN or its imports reach one that does (each file decided once)."""
         if start in self._reaches_rnn:
             return self._reaches_rnn[start]
-        seen, stack, found = {start}, [start], False
-        while stack and not found:
+        seen, stack = {start}, [start]
+        while stack:
             file = stack.pop()
             known = self._reaches_rnn.get(file)
-            if known is not None:
-                found = known
-                if known:
-                    break
-                continue
-            if self._mentions_rnn(file):
-                found = True
-                break
-            for other in self._imported_files(file):
-                if other not in seen:
-                    seen.add(other)
-                    stack.append(other)
-        if found:
-            self._reaches_rnn[start] = True
-        else:
-            # Nothing reached from here mentions an RNN: nor from any file on the way.
-            for file in seen:
-                self._reaches_rnn[file] = False
-        return found
+            if known or (known is None and self._mentions_rnn(file)):
+                self._reaches_rnn[start] = True
+                return True
+            if known is None:
+                for other in self._imported_files(file):
+                    if other not in seen:
+                        seen.add(other)
+                        stack.append(other)
+        # Nothing reached from here mentions an RNN: nor from any file on the way.
+        for file in seen:
+            self._reaches_rnn[file] = False
+        return False
 
     # -- names across files ---------------------------------------------------------------------------
     def _mentions_rnn(self, file: str) -> bool:
@@ -1017,12 +1014,13 @@ class IndexBuilder:
             if not self._may_define_rnn_code(qualified):
                 continue  # its module mentions no RNN: nothing there to follow (and no file to parse)
             kind, found = self.resolve_qualified(qualified, 1)
+            if kind not in ("class", "function") or found[0] == key or not self._mentions_rnn(found[0]):
+                continue
             if kind == "class" and self.module_status(found) == PLAIN:
                 continue  # known not to be a module (a tensor subclass, a config): it cannot be an RNN
             if kind == "function" and not any(name == local or name.startswith(local + ".") for name in called):
                 continue
-            if kind in ("class", "function") and found[0] != key and self._mentions_rnn(found[0]):
-                imported.append((local, kind, self.paths[found[0]], found[1], *self._entries[found[0]][:2]))
+            imported.append((local, kind, self.paths[found[0]], found[1], *self._entries[found[0]][:2]))
         injected = [(name, *entry) for (file, name), entries in self._handed.items() if file == key for entry in entries]
         rnn_elsewhere = rnn_elsewhere or bool(imported) or bool(injected)
         return {"modules": tuple(sorted(modules)), "plain": tuple(sorted(plain)), "inherited": tuple(sorted(inherited)),
