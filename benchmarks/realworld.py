@@ -15,8 +15,8 @@ A finding matches a label when its path, line and code are the label's. Per rule
 (labelled findings that are right), recall (flagged labels that are found), how many findings offer a
 fix (and why the others do not), every miss and false positive, and every finding at a location no label
 covers (the corpus must be extended until there are none: a finding nobody judged is not evidence either
-way). It also runs `dp-rnn-lint --fix .` twice on a copy of each tree: every file the fix changed must
-compile, and the second run must change nothing.
+way). It also runs `dp-rnn-lint --fix --unsafe-fixes .` twice on a copy of each tree: every file the fix
+changed must compile, and the second run must change nothing.
 """
 
 from __future__ import annotations
@@ -129,13 +129,13 @@ def _python_files(tree: Path) -> Dict[str, bytes]:
 
 
 def check_fixes(tree: Path) -> dict:
-    """`dp-rnn-lint --fix .` on a copy of the tree, twice: which files the first run changed, which of those
-    do not compile, which the second run changed again, and the findings left per rule afterwards."""
+    """`dp-rnn-lint --fix --unsafe-fixes .` on a copy of the tree, twice: which files the first run changed,
+    which of those do not compile, which the second run changed again, and the findings left per rule afterwards."""
     copy = tree.with_name(tree.name + ".fixed")
     if copy.exists():
         shutil.rmtree(copy)
     shutil.copytree(tree, copy)
-    argv = [sys.executable, "-m", "dp_rnn_lint", "--isolated", "--no-cache", "--exit-zero", "--fix", "."]
+    argv = [sys.executable, "-m", "dp_rnn_lint", "--isolated", "--no-cache", "--exit-zero", "--fix", "--unsafe-fixes", "."]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     before = _python_files(copy)
     subprocess.run(argv, cwd=copy, capture_output=True, env=env, check=True)
@@ -229,7 +229,8 @@ def report(manifest: dict, per_rule: dict, timings: Dict[str, float], mirrors_no
         if fixed["left"] != offered_none:
             problems.append((repo, "left", f"{dict(fixed['left'])} left, {dict(offered_none)} offered no fix"))
     if not problems:
-        lines.append(f"`dp-rnn-lint --fix .` changed {sum(len(f['changed']) for f in fixes.values())} files over the "
+        lines.append(f"`dp-rnn-lint --fix --unsafe-fixes .` changed {sum(len(f['changed']) for f in fixes.values())} "
+                     "files over the "
                      "trees; every changed file compiles, a second `--fix` changes nothing, and the findings left "
                      "after it are exactly those offered no fix.")
     what = {"not_compiling": "does not compile after `--fix`", "changed_again": "changed again by a second `--fix`",

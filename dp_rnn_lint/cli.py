@@ -103,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "sarif: with each fix's edits; github: workflow annotations")
     parser.add_argument("--stdin-filename", metavar="NAME",
                         help="with the path -: the name to report for source read from standard input")
+    parser.add_argument("--unsafe-fixes", action=argparse.BooleanOptionalAction, default=None,
+                        help="with --fix or --diff, apply unsafe fixes too (default: the unsafe-fixes setting, off)")
     parser.add_argument("--show-fixes", action="store_true", help="with --fix, list what was fixed in each file")
     parser.add_argument("--statistics", action="store_true", help="print the number of findings per code instead")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
@@ -267,7 +269,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
                 index = build_index([stdin_name], sources={stdin_name: stdin_source})
                 context = index.context_for(stdin_name, settings.scope)
             results.append(lint_source(stdin_source, stdin_name, selection, fix=fix, describe_fixes=describe_fixes,
-                                       context=context, check_syntax=True))
+                                       context=context, check_syntax=True, unsafe_fixes=settings.unsafe_fixes))
     else:
         found = []
         walked: Dict[Tuple[str, int], List[str]] = {}  # (folder named, its settings) -> the files found there
@@ -300,7 +302,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         # Otherwise the index is built only once a file needs the analysis (most trees have none).
         tasks = [Task(path, selection, problem,
                       index.context_for(path, settings.scope) if index else (None if lazy else FileContext()),
-                      scope=settings.scope, named=path in named)
+                      scope=settings.scope, named=path in named, unsafe_fixes=settings.unsafe_fixes)
                  for path, problem, selection, settings in found]
         cache = None if cache_dir is None else ResultCache(cache_dir)
         results = lint_files(tasks, Options(fix=fix, write=write, describe_fixes=describe_fixes), jobs=jobs, cache=cache,
@@ -308,6 +310,11 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         if index is not None:
             index.save()  # the files summarised for their classes' bases, for the next run
     unresolved = _unresolved_in_wrapped_scope(index, settings_per_path)
+    if "-" in args.paths:
+        unsafe_allowed = {stdin_name: settings_per_path[0][1].unsafe_fixes}
+    else:
+        unsafe_allowed = {path: settings.unsafe_fixes for path, _, _, settings in found}
+    hidden = _hidden_fixes(results, unsafe_allowed)
 
     problems = [r for r in results if r.problem is not None]
     for result in problems:
@@ -321,7 +328,8 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         for result in changed:
             _print_diff(result, out)
         would_fix = sum(r.fixed_count for r in changed)
-        err.write(f"Would fix {would_fix} error{'s' if would_fix != 1 else ''}.\n" if would_fix else "No fixes available.\n")
+        err.write((f"Would fix {would_fix} error{'s' if would_fix != 1 else ''}" if would_fix else "No fixes available")
+                  + (f" ({_hidden_hint(hidden)})" if hidden else "") + ".\n")
         return EXIT_FINDINGS if changed or problems else EXIT_CLEAN
 
     if "-" in args.paths and args.fix:
@@ -333,7 +341,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         _print_unresolved(unresolved, err)
         return _exit_status(args, results)
 
-    return _report(args, results, out, unresolved)
+    return _report(args, results, out, unresolved, unsafe_allowed, hidden)
 
 
 def _overrides(args: argparse.Namespace) -> dict:
@@ -341,7 +349,7 @@ def _overrides(args: argparse.Namespace) -> dict:
     return {
         "select": args.select, "ignore": args.ignore, "per_file_ignores": args.per_file_ignores,
         "exclude": args.exclude, "extend_exclude": args.extend_exclude, "respect_gitignore": args.respect_gitignore,
-        "force_exclude": args.force_exclude, "scope": args.scope,
+        "force_exclude": args.force_exclude, "scope": args.scope, "unsafe_fixes": args.unsafe_fixes,
     }
 
 
@@ -399,17 +407,27 @@ def _files(given: str, settings: Settings):
                     respect_gitignore=settings.respect_gitignore, force_exclude=settings.force_exclude)
 
 
-def _report(args: argparse.Namespace, results: List[FileResult], out: TextIO, unresolved: list) -> int:
+def _hidden_fixes(results: Sequence[FileResult], unsafe_allowed: Mapping[str, bool]) -> int:
+    """How many findings have a fix that this run does not apply because it is unsafe."""
+    return sum(1 for r in results for f in r.findings if f.fixable and not f.applicable(unsafe_allowed.get(r.path, False)))
+
+
+def _hidden_hint(hidden: int) -> str:
+    return (f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option")
+
+
+def _report(args: argparse.Namespace, results: List[FileResult], out: TextIO, unresolved: list,
+            unsafe_allowed: Mapping[str, bool], hidden: int) -> int:
     remaining = sum(len(r.findings) for r in results)
     if args.show_fixes and args.fix:
         # Programs read stdout for the other formats, so the list goes to stderr there.
         _print_fixes(results, out if args.format in HUMAN_FORMATS else sys.stderr)
     if args.statistics:
-        _print_statistics(results, out)
+        _print_statistics(results, out, unsafe_allowed)
     else:
         reporter(args.format)(results, out)
     if args.format in HUMAN_FORMATS and not args.quiet:
-        out.write(_summary(results, remaining, args.fix) + "\n")
+        out.write(_summary(results, remaining, args.fix, unsafe_allowed, hidden) + "\n")
         _print_unresolved(unresolved, out)
     elif args.format not in HUMAN_FORMATS:
         _print_unresolved(unresolved, sys.stderr)  # stdout is for programs
@@ -437,26 +455,29 @@ def _print_fixes(results: Sequence[FileResult], out: TextIO) -> None:
     out.write("\n")
 
 
-def _print_statistics(results: Sequence[FileResult], out: TextIO) -> None:
+def _print_statistics(results: Sequence[FileResult], out: TextIO, unsafe_allowed: Mapping[str, bool]) -> None:
     counts = Counter(f.code for r in results for f in r.findings)
-    fixable = Counter(f.code for r in results for f in r.findings if f.fixable)
+    fixable = Counter(f.code for r in results for f in r.findings if f.applicable(unsafe_allowed.get(r.path, False)))
     for code in sorted(counts):
         mark = "*" if fixable[code] else " "
         out.write(f"{counts[code]:>5}  {code}  {mark} {rules.RULES_BY_CODE[code].summary}\n")
 
 
-def _summary(results: Sequence[FileResult], remaining: int, fixed_run: bool) -> str:
+def _summary(results: Sequence[FileResult], remaining: int, fixed_run: bool, unsafe_allowed: Mapping[str, bool],
+             hidden: int) -> str:
     fixed = sum(r.fixed_count for r in results)
-    fixable = sum(1 for r in results for f in r.findings if f.fixable)
+    fixable = sum(1 for r in results for f in r.findings if f.applicable(unsafe_allowed.get(r.path, False)))
     unreadable = sum(1 for r in results if r.problem is not None)
     tail = f" {unreadable} file{'s' if unreadable != 1 else ''} could not be linted." if unreadable else ""
+    # As ruff says it: unsafe fixes are "hidden" until --unsafe-fixes (or unsafe-fixes = true) enables them.
+    hidden_line = f"\n{_hidden_hint(hidden)[:1].upper()}{_hidden_hint(hidden)[1:]}." if hidden else ""
     if fixed_run and fixed:
         total = fixed + remaining
-        return f"Found {total} error{'s' if total != 1 else ''} ({fixed} fixed, {remaining} remaining).{tail}"
+        return f"Found {total} error{'s' if total != 1 else ''} ({fixed} fixed, {remaining} remaining).{tail}{hidden_line}"
     if remaining == 0:
         return ("All checks passed!" if not unreadable else "No findings.") + tail
     hint = f" ({fixable} fixable with `dp-rnn-lint --fix`)" if fixable else ""
-    return f"Found {remaining} error{'s' if remaining != 1 else ''}{hint}.{tail}"
+    return f"Found {remaining} error{'s' if remaining != 1 else ''}{hint}.{tail}{hidden_line}"
 
 
 if __name__ == "__main__":  # pragma: no cover

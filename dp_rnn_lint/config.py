@@ -20,7 +20,7 @@ from .rules import RULE_CODES
 
 TABLE = "dp-rnn-lint"
 KNOWN_KEYS = ("select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "respect-gitignore", "force-exclude",
-              "scope")
+              "scope", "unsafe-fixes")
 # "any": every module class is checked; "wrapped": only those the project index finds DataParallel running.
 SCOPES = ("any", "wrapped")
 
@@ -44,6 +44,7 @@ class Settings:
     respect_gitignore: bool = True
     force_exclude: bool = False  # exclusions apply to files named explicitly too (pre-commit names them all)
     scope: str = "any"
+    unsafe_fixes: bool = False  # --fix and --diff apply unsafe fixes too (see each rule's "Fix safety")
     root: Path = field(default_factory=Path.cwd)  # the folder patterns are relative to
     source: Optional[Path] = None  # the configuration file, when there is one
 
@@ -122,6 +123,7 @@ _READERS = {
     "respect-gitignore": ("respect_gitignore", boolean),
     "force-exclude": ("force_exclude", boolean),
     "scope": ("scope", scope_name),
+    "unsafe-fixes": ("unsafe_fixes", boolean),
 }
 
 

@@ -515,13 +515,14 @@ def settled_by_context(context: FileContext, selection: Selection) -> bool:
 
 def lint_source(source: bytes, path: str, selection: Selection = Selection(), fix: bool = False,
                 describe_fixes: bool = False, context: Optional[FileContext] = None,
-                check_syntax: bool = False, screened: bool = False) -> FileResult:
+                check_syntax: bool = False, screened: bool = False, unsafe_fixes: bool = False) -> FileResult:
     """Findings left after noqa (and after fixing, when asked); the fixed bytes are not written.
     With describe_fixes, each fixable finding carries its fix as text edits. `context` is what the
     project index says about the file (default: the file is its own project). `check_syntax`: a syntax
     error is reported even where the words of the file rule it out (a file named on the command line).
     `screened`: a first look with every selected code already found that the file needs the analysis,
-    so with those codes the screens are not run again."""
+    so with those codes the screens are not run again. `unsafe_fixes`: fixing applies unsafe fixes too
+    (else only the safe ones; the others stay findings with a fix)."""
     result = FileResult(path, original=source)
     context = context if context is not None else own_context(source, path)
     all_codes = selection.codes()
@@ -545,11 +546,12 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
         return result
     # Only files that reach libcst need the deep stack (see run_with_deep_stack).
     rules = [rule for rule in selection.rules() if rule.code in codes]
-    return run_with_deep_stack(_lint_parsed, result, source, path, rules, fix, describe_fixes, look, context)
+    return run_with_deep_stack(_lint_parsed, result, source, path, rules, fix, describe_fixes, look, context,
+                               unsafe_fixes)
 
 
 def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[Rule], fix: bool, describe_fixes: bool,
-                 look: _FirstLook, context: FileContext) -> FileResult:
+                 look: _FirstLook, context: FileContext, unsafe_fixes: bool) -> FileResult:
     from .fixes import FixError, check_compiles, text_edits
 
     try:
@@ -561,10 +563,10 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
         if fix:
             current = source  # the module's bytes: known, so never regenerated just to compare
             rounds = 0
-            while rounds < _MAX_FIX_ROUNDS and any(f.fixable for f in findings):
+            while rounds < _MAX_FIX_ROUNDS and any(f.applicable(unsafe_fixes) for f in findings):
                 rounds += 1
-                fixable_before = Counter(f.code for f in findings if f.fixable)
-                edits = [edit for f in findings if f.fix is not None for edit in f.fix.edits]
+                fixable_before = Counter(f.code for f in findings if f.applicable(unsafe_fixes))
+                edits = [edit for f in findings if f.applicable(unsafe_fixes) for edit in f.fix.edits]
                 new_bytes, new_module = _fixed_bytes(module, edits, current)
                 check_compiles(new_bytes, path or "<source>")
                 if new_bytes == current:
@@ -575,7 +577,7 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
                 text = _module_text(module, new_bytes)
                 findings = without_suppressed(_analysed(module, path, rules, _python_verdict(new_bytes)[0], text, context),
                                               text)
-                fixable_after = Counter(f.code for f in findings if f.fixable)
+                fixable_after = Counter(f.code for f in findings if f.applicable(unsafe_fixes))
                 result.fixed_codes += fixable_before - fixable_after
                 if sum(fixable_after.values()) >= sum(fixable_before.values()):
                     break  # a fix that does not remove its finding must not be applied again and again
@@ -611,7 +613,8 @@ def _fixed_bytes(module: cst.Module, edits: Sequence, source: bytes) -> Tuple[by
 
 def lint_path(path: str, selection: Selection = Selection(), fix: bool = False, write: bool = False,
               describe_fixes: bool = False, source: Optional[bytes] = None,
-              context: Optional[FileContext] = None, check_syntax: bool = False, screened: bool = False) -> FileResult:
+              context: Optional[FileContext] = None, check_syntax: bool = False, screened: bool = False,
+              unsafe_fixes: bool = False) -> FileResult:
     """Lint (and fix) one file; `source` is its content when the caller has already read it."""
     if source is None:
         try:
@@ -619,7 +622,7 @@ def lint_path(path: str, selection: Selection = Selection(), fix: bool = False, 
         except FileProblem as problem:
             return FileResult(path, problem=str(problem))
     result = lint_source(source, path, selection, fix=fix, describe_fixes=describe_fixes, context=context,
-                         check_syntax=check_syntax, screened=screened)
+                         check_syntax=check_syntax, screened=screened, unsafe_fixes=unsafe_fixes)
     if write and result.fixed is not None and result.problem is None:
         try:
             write_atomically(path, result.fixed, source)

@@ -133,5 +133,9 @@ class Finding:
     def fixable(self) -> bool:
         return self.fix is not None
 
+    def applicable(self, unsafe_fixes: bool = False) -> bool:
+        """Whether `--fix` applies this finding's fix: safe fixes always, unsafe ones only when asked."""
+        return self.fix is not None and (self.fix.safe or unsafe_fixes)
+
     def detached(self) -> "Finding":
         return replace(self, fix=self.fix.detached()) if self.fix is not None else self

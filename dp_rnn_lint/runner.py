@@ -46,6 +46,11 @@ class Task:
     context: Optional[FileContext] = FileContext()
     scope: str = "any"  # the scope the index's context is asked for
     named: bool = False  # named on the command line: its syntax is checked whatever its words say
+    unsafe_fixes: bool = False  # fixing applies unsafe fixes too (its settings say so)
+
+    def fixes_to_apply(self, options: "Options", findings) -> bool:
+        """Whether fixing would change the file: a result with such findings must be computed, not cached."""
+        return options.fix and any(f.applicable(self.unsafe_fixes) for f in findings)
 
 
 @dataclass(frozen=True)
@@ -112,7 +117,7 @@ def lint_files(tasks: Iterable[Task], options: Options, jobs: int = 1, cache: Op
                                          source) if cache else None
             if known == NEEDS_ANALYSIS or known == MAY_INHERIT:
                 deferred.append(_Waiting(position, needs_analysis=known == NEEDS_ANALYSIS))
-            elif known is not None and not (options.fix and any(f.fixable for f in known.findings)):
+            elif known is not None and not task.fixes_to_apply(options, known.findings):
                 results[position] = _slim(known)
             else:
                 looks.append(position)
@@ -130,7 +135,7 @@ def _answer_from_cache(cache: Optional[ResultCache], task: Task, source: bytes, 
     if cache is None:
         return False
     cached = cache.get(cache.key(task.path, source, task.selection, task.context, task.named), task.path, source)
-    if cached is None or (options.fix and any(f.fixable for f in cached.findings)):
+    if cached is None or task.fixes_to_apply(options, cached.findings):
         return False
     results[position] = _slim(cached)
     return True
@@ -179,7 +184,7 @@ class _Schedule:
                 if ready_queue:
                     chunk = [ready_queue.popleft() for _ in range(min(self.chunk, len(ready_queue)))]
                     work = [(self.tasks[i].path, self.tasks[i].selection, self.options, self.tasks[i].context,
-                             self.tasks[i].named, i in self.screened) for i in chunk]
+                             self.tasks[i].named, i in self.screened, self.tasks[i].unsafe_fixes) for i in chunk]
                     in_flight.append((False, chunk, self.pool.submit(_lint_chunk, work)))
                 else:
                     chunk = [look_queue.popleft() for _ in range(min(self.look_chunk, len(look_queue)))]
@@ -305,14 +310,14 @@ def _context():
     return None
 
 
-def _lint_chunk(work: List[Tuple[str, Selection, Options, FileContext, bool, bool]]) -> List[FileResult]:
+def _lint_chunk(work: List[Tuple[str, Selection, Options, FileContext, bool, bool, bool]]) -> List[FileResult]:
     return [_lint_one(item) for item in work]
 
 
-def _lint_one(item: Tuple[str, Selection, Options, FileContext, bool, bool]) -> FileResult:
-    path, selection, options, context, named, screened = item
+def _lint_one(item: Tuple[str, Selection, Options, FileContext, bool, bool, bool]) -> FileResult:
+    path, selection, options, context, named, screened, unsafe_fixes = item
     result = lint_path(path, selection, fix=options.fix, write=options.write, describe_fixes=options.describe_fixes,
-                       context=context, check_syntax=named, screened=screened)
+                       context=context, check_syntax=named, screened=screened, unsafe_fixes=unsafe_fixes)
     # Syntax-tree edits stay in the worker: they are large and only the applying process needs them.
     return replace(result, findings=[finding.detached() for finding in result.findings])
 
@@ -340,7 +345,7 @@ def _remember(cache: ResultCache, task: Task, result: FileResult, options: Optio
     if result.write_failed:
         return
     if result.fixed is None:
-        if not options.fix or not any(f.fixable for f in result.findings):
+        if not task.fixes_to_apply(options, result.findings):
             cache.put(cache.key(task.path, result.original, task.selection, task.context, task.named), result)
     elif options.write and result.problem is None:
         # What is left in the file as written is the lint result of its new content.

@@ -56,7 +56,8 @@ def test_concise_format_prints_one_line_per_finding_and_exits_1(project):
     lines = result.stdout.splitlines()
     assert lines[0].startswith("model.py:12:18: DPR001 self.lstm (nn.LSTM) runs in the forward pass")
     assert lines[1].startswith("model.py:13:18: DPR002 pad_packed_sequence() without total_length")
-    assert lines[2:] == ["Found 2 errors (2 fixable with `dp-rnn-lint --fix`)."]
+    assert lines[2:] == ["Found 2 errors (1 fixable with `dp-rnn-lint --fix`).",
+                         "1 hidden fix can be enabled with the `--unsafe-fixes` option."]
 
 
 def test_text_format_shows_the_source_line_with_carets_under_the_flagged_call(project):
@@ -74,7 +75,8 @@ def test_text_format_shows_the_source_line_with_carets_under_the_flagged_call(pr
         "13 |         out, _ = pad_packed_sequence(out, batch_first=True)",
         "   |                  ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ DPR002",
     ]
-    assert lines[-1] == "Found 2 errors (2 fixable with `dp-rnn-lint --fix`)."
+    assert lines[-2:] == ["Found 2 errors (1 fixable with `dp-rnn-lint --fix`).",
+                          "1 hidden fix can be enabled with the `--unsafe-fixes` option."]
     assert "\x1b" not in result.stdout  # not a terminal: no colour
 
 
@@ -151,12 +153,12 @@ def test_json_fix_edits_applied_to_the_source_give_what_fix_writes(project):
     original = (project / "model.py").read_text()
     items = json.loads(run("--format", "json", "model.py", cwd=project).stdout)
     assert all(item["fix"]["edits"] for item in items)
-    assert run("--fix", "model.py", cwd=project).returncode == 0
+    assert run("--fix", "--unsafe-fixes", "model.py", cwd=project).returncode == 0
     assert _apply_json_edits(original, items) == (project / "model.py").read_text()
 
 
 def test_fix_rewrites_the_file_and_reports_what_it_fixed(project):
-    result = run("--fix", "model.py", cwd=project)
+    result = run("--fix", "--unsafe-fixes", "model.py", cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip() == "Found 2 errors (2 fixed, 0 remaining)."
     text = (project / "model.py").read_text()
@@ -166,7 +168,7 @@ def test_fix_rewrites_the_file_and_reports_what_it_fixed(project):
 
 
 def test_diff_prints_the_fix_and_writes_nothing(project):
-    result = run("--diff", "model.py", cwd=project)
+    result = run("--diff", "--unsafe-fixes", "model.py", cwd=project)
     assert result.returncode == 1
     assert "+        self.lstm.flatten_parameters()" in result.stdout
     assert "+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=x.size(1))" in result.stdout
@@ -326,7 +328,7 @@ def test_a_folder_walk_keeps_the_word_screen_for_files_that_cannot_hold_a_findin
 def test_fix_keeps_the_file_mode(project):
     target = project / "model.py"
     target.chmod(0o751)
-    assert run("--fix", "model.py", cwd=project).returncode == 0
+    assert run("--fix", "--unsafe-fixes", "model.py", cwd=project).returncode == 0
     assert oct(target.stat().st_mode & 0o777) == "0o751"
     assert not [p.name for p in project.iterdir() if p.name.startswith(".dp-rnn-lint-")]
 
@@ -372,7 +374,7 @@ def test_verify_runs_the_model_and_reports(project):
     assert result.returncode == 1, result.stderr
     assert "RNN submodule `lstm` (LSTM)" in result.stdout
     assert "Gather got an input of invalid size" in result.stdout
-    run("--fix", "runnable.py", cwd=project)
+    run("--fix", "--unsafe-fixes", "runnable.py", cwd=project)
     fixed_run = run("verify", "runnable.py", cwd=project)
     assert fixed_run.returncode == 0, fixed_run.stdout
     assert fixed_run.stdout.strip().endswith("ok")
@@ -466,7 +468,7 @@ def test_stdin_is_linted_under_the_given_name(project):
 
 
 def test_stdin_fix_writes_the_fixed_source_to_stdout_and_no_file(project):
-    result = run_stdin(["-", "--fix", "--stdin-filename", "model.py"], BUGGY.encode(), project)
+    result = run_stdin(["-", "--fix", "--unsafe-fixes", "--stdin-filename", "model.py"], BUGGY.encode(), project)
     assert result.returncode == 0, result.stderr
     assert b"        self.lstm.flatten_parameters()\n" in result.stdout
     assert b"total_length=x.size(1)" in result.stdout
@@ -482,7 +484,9 @@ def test_statistics_count_findings_per_code(project):
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines[0].split()[:3] == ["1", "DPR001", "*"]
-    assert lines[1].split()[:3] == ["1", "DPR002", "*"]
+    assert lines[1].split()[:2] == ["1", "DPR002"] and lines[1].split()[2] != "*"  # unsafe: not applied by --fix
+    with_unsafe = run("--statistics", "--unsafe-fixes", "model.py", cwd=project).stdout.splitlines()
+    assert with_unsafe[1].split()[:3] == ["1", "DPR002", "*"]
 
 
 def test_exit_zero_and_quiet(project):
@@ -493,7 +497,7 @@ def test_exit_zero_and_quiet(project):
 
 def test_show_fixes_lists_what_fix_changed_per_file_and_code(project):
     (project / "second.py").write_text(BUGGY.replace("out, _ = pad_packed_sequence(out, batch_first=True)", "pass"))
-    result = run("--fix", "--show-fixes", "model.py", "second.py", "head.py", cwd=project)
+    result = run("--fix", "--unsafe-fixes", "--show-fixes", "model.py", "second.py", "head.py", cwd=project)
     assert result.returncode == 0
     assert result.stdout.splitlines()[:6] == [
         "Fixed 3 errors:",
@@ -506,6 +510,6 @@ def test_show_fixes_lists_what_fix_changed_per_file_and_code(project):
 
 
 def test_show_fixes_keeps_json_output_parseable(project):
-    result = run("--fix", "--show-fixes", "--format", "json", "model.py", cwd=project)
+    result = run("--fix", "--unsafe-fixes", "--show-fixes", "--format", "json", "model.py", cwd=project)
     assert json.loads(result.stdout) == []
     assert "Fixed 2 errors:" in result.stderr

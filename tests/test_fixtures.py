@@ -14,7 +14,7 @@ WITH_GOLDEN = [p for p in FIXTURES if golden_path(p).exists()]
 
 
 def found(path, source=None, fix=False):
-    result = lint_source(path.read_bytes() if source is None else source, str(path), fix=fix)
+    result = lint_source(path.read_bytes() if source is None else source, str(path), fix=fix, unsafe_fixes=True)
     assert result.problem is None, result.problem
     return result, {(f.line, f.code, f.fixable) for f in result.findings}
 

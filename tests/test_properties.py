@@ -39,7 +39,7 @@ def count(name: str, failed: bool = False) -> None:
 
 
 def survives(data: bytes) -> None:
-    result = lint_source(data, "generated.py", fix=True)
+    result = lint_source(data, "generated.py", fix=True, unsafe_fixes=True)
     assert result.problem is None or "\n" not in result.problem
     if result.fixed is not None:
         compile(result.fixed, "generated.py", "exec", dont_inherit=True)
@@ -257,7 +257,7 @@ def test_generated_models_are_fixed_with_exactly_the_intended_edits(source):
 def check_generated_model(source: str) -> None:
     data = source.encode()
     compile(data, "model.py", "exec", dont_inherit=True)
-    first = lint_source(data, "model.py", fix=True)
+    first = lint_source(data, "model.py", fix=True, unsafe_fixes=True)
     assert first.problem is None, first.problem
     before = lint_source(data, "model.py")
     # The cheap screen never hides a finding the analysis makes.
@@ -288,7 +288,7 @@ def check_generated_model(source: str) -> None:
     assert (b"\r\n" in fixed) == (b"\r\n" in data)
     assert fixed.endswith(b"\n") == data.endswith(b"\n")
 
-    again = lint_source(fixed, "model.py", fix=True)
+    again = lint_source(fixed, "model.py", fix=True, unsafe_fixes=True)
     assert again.fixed is None, "a second fix changed the file again"
     # The fixing run checks its edited tree without parsing the new text: it must report what a run
     # over the fixed file reports.

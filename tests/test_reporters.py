@@ -146,7 +146,7 @@ def test_sarif_fixes_applied_to_each_file_give_what_fix_writes(fixtures_copy, fi
     assert len(replacements) > 10
     fixed_copy = tmp_path / "fixed"
     shutil.copytree(fixtures_copy / "fixtures", fixed_copy / "fixtures")
-    run("--fix", "fixtures", cwd=fixed_copy)
+    run("--fix", "--unsafe-fixes", "fixtures", cwd=fixed_copy)
     for uri, file_replacements in sorted(replacements.items()):
         original = decode((fixtures_copy / uri).read_bytes())
         assert _apply_replacements(original, file_replacements) == decode((fixed_copy / uri).read_bytes()), uri

@@ -16,7 +16,7 @@ def test_invalid_example_is_flagged_and_fixed_as_documented(rule, example):
     selection = Selection(select=(rule.code,))
     found = check_source(example.source, "example.py", selection)
     assert [f.code for f in found] == [rule.code]
-    result = lint_source(example.source.encode(), "example.py", selection, fix=True)
+    result = lint_source(example.source.encode(), "example.py", selection, fix=True, unsafe_fixes=True)
     if example.fixed is None:
         assert result.fixed is None and not found[0].fixable
     else:

@@ -71,8 +71,16 @@ class Encoder(nn.Module):
 ```
 
 ## Fix safety
-Unsafe, in ruff's sense: on one device the output's length can change (below). `--fix` applies it all
-the same, because that change is what DataParallel needs; JSON and SARIF output label it `unsafe`.
+Unsafe, in ruff's sense: on one device the output's length can change (below), so `--fix` and `--diff`
+apply it only with `--unsafe-fixes` (or `unsafe-fixes = true` in `[tool.dp-rnn-lint]`); without it the
+summary counts it as a hidden fix, and JSON and SARIF output label it `unsafe`.
+
+Why not safe: the output keeps its length on one device exactly when each batch is padded to its
+longest sequence, and that is decided by the data loader's collate function, which the linter cannot
+link to the model it feeds. In the common pattern (a collate function that calls `pad_sequence` on the
+batch's items and returns their lengths) nothing changes on one device. Inputs padded to a fixed
+length (a bucket size, `max_len`) come back that long after the fix, where they came back as long as
+the batch's longest sequence before.
 
 The fix traces the packed sequence back to its `pack_padded_sequence(padded, ...)` call (the input
 given by position or as `input=`; through RNN calls, `out[0]` of an RNN's result, and

@@ -61,7 +61,8 @@ class Encoder(nn.Module):
 The fix appends `.cpu()` to the lengths argument. On a tensor already on the CPU, `.cpu()` returns
 the tensor itself, so on one device nothing changes. It is safe when the parameter is known to be a
 tensor (annotated as one, or used as one: `lengths.max()`, `mask.sum(1)`), and unsafe when nothing in
-the code says so: were it a list, `.cpu()` would raise. List parameters (annotated `List[int]`, or
+the code says so: were it a list, `.cpu()` would raise; `--fix` applies the unsafe form only with
+`--unsafe-fixes` (or `unsafe-fixes = true`). List parameters (annotated `List[int]`, or
 with a list default) get no fix: the caller must pass a tensor, which changes its contract.
 
 ## How to suppress
