@@ -413,7 +413,7 @@ def _hidden_fixes(results: Sequence[FileResult], unsafe_allowed: Mapping[str, bo
 
 
 def _hidden_hint(hidden: int) -> str:
-    return (f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option")
+    return f"{hidden} hidden fix{'es' if hidden != 1 else ''} can be enabled with the `--unsafe-fixes` option"
 
 
 def _report(args: argparse.Namespace, results: List[FileResult], out: TextIO, unresolved: list,
@@ -470,7 +470,7 @@ def _summary(results: Sequence[FileResult], remaining: int, fixed_run: bool, uns
     unreadable = sum(1 for r in results if r.problem is not None)
     tail = f" {unreadable} file{'s' if unreadable != 1 else ''} could not be linted." if unreadable else ""
     # As ruff says it: unsafe fixes are "hidden" until --unsafe-fixes (or unsafe-fixes = true) enables them.
-    hidden_line = f"\n{_hidden_hint(hidden)[:1].upper()}{_hidden_hint(hidden)[1:]}." if hidden else ""
+    hidden_line = f"\n{_hidden_hint(hidden)}." if hidden else ""  # it starts with the count
     if fixed_run and fixed:
         total = fixed + remaining
         return f"Found {total} error{'s' if total != 1 else ''} ({fixed} fixed, {remaining} remaining).{tail}{hidden_line}"

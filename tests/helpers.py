@@ -18,11 +18,11 @@ def messages(source: str, code: str = "DPR") -> List[str]:
     return [f.message for f in check_source(textwrap.dedent(source), "model.py", Selection(select=(code,)))]
 
 
-def fixed(source: str, code: str = "DPR", unsafe_fixes: bool = True) -> str:
+def fixed(source: str, code: str = "DPR") -> str:
     """The snippet after --fix --unsafe-fixes (the snippet itself when nothing changed): what the fixes do,
     whatever their safety."""
     data = textwrap.dedent(source).encode()
-    result = lint_source(data, "model.py", Selection(select=(code,)), fix=True, unsafe_fixes=unsafe_fixes)
+    result = lint_source(data, "model.py", Selection(select=(code,)), fix=True, unsafe_fixes=True)
     assert result.problem is None, result.problem
     return (result.fixed or data).decode()
 

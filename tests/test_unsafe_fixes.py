@@ -10,23 +10,8 @@ from pathlib import Path
 
 import pytest
 
-# DPR001's fix is safe; DPR002's is unsafe (the padded length may change on one device).
-MODEL = """\
-import torch.nn as nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
-
-
-class Encoder(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lstm = nn.LSTM(8, 16, batch_first=True)
-
-    def forward(self, x, lengths):
-        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True)
-        out, _ = self.lstm(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True)
-        return out
-"""
+# BUGGY: DPR001's fix is safe; DPR002's is unsafe (the padded length may change on one device).
+from .test_cli import BUGGY
 
 # The issue's case: `lengths` may be a Python list, so `.cpu()` (DPR003's fix) is unsafe here.
 LIST_LENGTHS = """\
@@ -55,7 +40,7 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "model.py").write_text(BUGGY)
     return tmp_path
 
 
@@ -105,7 +90,7 @@ def test_diff_follows_the_same_choice(project):
     both = run("--diff", "--unsafe-fixes", "model.py", cwd=project)
     assert "total_length=x.size(1)" in both.stdout
     assert both.stderr.splitlines()[-1] == "Would fix 2 errors."
-    assert (project / "model.py").read_text() == MODEL  # --diff writes nothing
+    assert (project / "model.py").read_text() == BUGGY  # --diff writes nothing
 
 
 def test_list_lengths_are_left_alone_without_the_opt_in(tmp_path):
@@ -123,7 +108,7 @@ def test_json_still_reports_the_unsafe_fix_with_its_applicability(project):
 
 
 def test_a_cached_result_does_not_stand_in_for_an_unsafe_fix(tmp_path):
-    (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "model.py").write_text(BUGGY)
     cached = ["--cache-dir", str(tmp_path / "cache")]
     command = [sys.executable, "-m", "dp_rnn_lint", *cached]
     subprocess.run([*command, "--fix", "model.py"], cwd=tmp_path, capture_output=True, timeout=60)
