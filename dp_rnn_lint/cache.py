@@ -24,8 +24,17 @@ FIRST_LOOK = "first look: the cheap stages alone"
 NEEDS_ANALYSIS, MAY_INHERIT = "needs analysis", "may inherit"
 
 
-def default_cache_dir() -> Path:
-    return Path(os.environ.get(CACHE_DIR_ENV) or DEFAULT_CACHE_DIR)
+def default_cache_dir(near: Optional[str] = None) -> Path:
+    """$DP_RNN_LINT_CACHE_DIR, else the cache folder at the root of the project that holds `near` (a file
+    or folder; default: the current folder), as ruff keeps its cache beside pyproject.toml: the same cache
+    whatever folder the command runs from. Outside any project: in the current folder."""
+    if os.environ.get(CACHE_DIR_ENV):
+        return Path(os.environ[CACHE_DIR_ENV])
+    from .analysis.project import project_root
+
+    start = near or "."
+    root = project_root(os.path.join(start, "_") if os.path.isdir(start) else start)
+    return root / DEFAULT_CACHE_DIR if root is not None else Path(DEFAULT_CACHE_DIR)
 
 
 class ResultCache:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+import io
 import os
+import tokenize
 import sys
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Set, TextIO, Tuple
@@ -17,10 +19,10 @@ from . import __version__
 from .config import (ConfigError, Settings, SettingsResolver, code_list, pattern_list, per_file_ignores,
                      selected_codes)
 from .cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, ResultCache, default_cache_dir
-from .engine import FileResult, lint_source
+from .engine import FileResult, Selection, check_source, lint_source
 from .runner import Options, Task, default_jobs, lint_files
 from .engine import decode as decode_source
-from .files import FileProblem, discover, excluded_path
+from .files import FileProblem, discover, excluded_path, read_source, write_atomically
 from .analysis.project import FileContext, build_index, index_cache_file, project_root
 from .reporters import FORMATS, FORMATS_WITH_EDITS, printable, reporter
 from .reporters.text import located_problem, report_text
@@ -77,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
     parser.add_argument("--select", type=_option(selected_codes), action="extend", metavar="CODES",
                         help="comma-separated codes or prefixes to enable (default: DPR)")
+    parser.add_argument("--extend-select", type=_option(code_list), action="extend", metavar="CODES",
+                        help="comma-separated codes or prefixes to enable on top of --select (DPR100, unused noqa "
+                        "comments, is enabled only this way or by name)")
     parser.add_argument("--ignore", type=_option(code_list), action="extend", metavar="CODES",
                         help="comma-separated codes or prefixes to disable")
     parser.add_argument("--per-file-ignores", type=_option(per_file_ignores), action="extend",
@@ -105,8 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with the path -: the name to report for source read from standard input")
     parser.add_argument("--unsafe-fixes", action=argparse.BooleanOptionalAction, default=None,
                         help="with --fix or --diff, apply unsafe fixes too (default: the unsafe-fixes setting, off)")
+    parser.add_argument("--add-noqa", action="store_true",
+                        help="append `# noqa: CODE` to every line with a finding (merged into a noqa comment already "
+                        "there); nothing else changes")
     parser.add_argument("--show-fixes", action="store_true", help="with --fix, list what was fixed in each file")
     parser.add_argument("--statistics", action="store_true", help="print the number of findings per code instead")
+    parser.add_argument("-o", "--output-file", metavar="PATH",
+                        help="write the report to PATH instead of standard output")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     parser.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary line")
     parser.add_argument("-j", "--jobs", type=_positive, metavar="N",
@@ -161,13 +171,21 @@ def rule(argv: Sequence[str]) -> int:
     parser.add_argument("--all", action="store_true", help="list every rule")
     args = parser.parse_args(argv)
     if args.all or not args.code:
+        from .noqa import UNUSED_NOQA, UNUSED_NOQA_NAME, UNUSED_NOQA_SUMMARY
+
         for each in rules.ALL_RULES:
             sys.stdout.write(f"{each.code}  {each.name}  {each.summary}\n")
+        sys.stdout.write(f"{UNUSED_NOQA}  {UNUSED_NOQA_NAME}  {UNUSED_NOQA_SUMMARY} (opt-in)\n")
+        return EXIT_CLEAN
+    from .noqa import UNUSED_NOQA, UNUSED_NOQA_NAME, UNUSED_NOQA_PAGE
+
+    if args.code.upper() == UNUSED_NOQA or args.code.lower() == UNUSED_NOQA_NAME:
+        sys.stdout.write(UNUSED_NOQA_PAGE)
         return EXIT_CLEAN
     found = rules.RULES_BY_CODE.get(args.code.upper()) or next(
         (each for each in rules.ALL_RULES if each.name == args.code.lower()), None)
     if found is None:
-        sys.stderr.write(f"dp-rnn-lint rule: error: unknown rule {args.code!r} (known: {', '.join(rules.RULE_CODES)})\n")
+        sys.stderr.write(f"dp-rnn-lint rule: error: unknown rule {args.code!r} (known: {', '.join(rules.RULE_CODES)}, DPR100)\n")
         return EXIT_USAGE
     sys.stdout.write(docs.rule_page(found))
     return EXIT_CLEAN
@@ -239,6 +257,12 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     out, err = sys.stdout, sys.stderr
     if args.config and args.isolated:
         parser.error("--config and --isolated cannot be used together")
+    if args.add_noqa and (args.fix or args.diff):
+        parser.error("--add-noqa cannot be used with --fix or --diff")
+    if args.add_noqa and "-" in args.paths:
+        parser.error("--add-noqa writes files; it cannot be used with - (standard input)")
+    for warning in _options_without_effect(args):
+        err.write(f"warning: {warning}\n")
     try:
         # Every path's settings are read before any file is linted (or fixed): a bad file stops the run early.
         resolver = SettingsResolver(_overrides(args), config=Path(args.config) if args.config else None,
@@ -248,6 +272,21 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     except ConfigError as error:
         err.write(f"error: {printable(str(error))}\n")
         return EXIT_USAGE
+    if args.output_file:
+        try:
+            # Opened before any file is linted or fixed: a path that cannot be written stops the run first.
+            out = open(args.output_file, "w", encoding="utf-8")
+        except OSError as error:
+            err.write(f"error: {printable(args.output_file)}: cannot write the output file: {error.strerror or error}\n")
+            return EXIT_USAGE
+    try:
+        return _run(args, parser, settings_per_path, stdin_name, out, err)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+
+
+def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: TextIO) -> int:
     fix = args.fix or args.diff
     write = args.fix and not args.diff
     describe_fixes = args.format in FORMATS_WITH_EDITS and not args.statistics
@@ -276,13 +315,15 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         named: Set[str] = set()  # files named themselves: their syntax is always checked (a walk screens words)
         for given, settings in settings_per_path:
             files = [(path, problem) for path, problem in _files(given, settings)]
+            if os.path.isdir(given) and not files:
+                err.write(f"warning: no Python files found under {printable(given)}\n")
             if os.path.isdir(given):
                 if not settings.force_exclude:  # the project's walk never force-excludes
                     walked[os.path.abspath(given), id(settings)] = [path for path, problem in files if problem is None]
             else:
                 named.update(path for path, _ in files)
             found += [(path, problem, settings.selection_for(path), settings) for path, problem in files]
-        cache_dir = None if args.no_cache else (Path(args.cache_dir) if args.cache_dir else default_cache_dir())
+        cache_dir = None if args.no_cache else (Path(args.cache_dir) if args.cache_dir else default_cache_dir(args.paths[0]))
         jobs = args.jobs or default_jobs()
 
         def built_index(pool=None):
@@ -309,6 +350,13 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
                              index=built_index if lazy else None)
         if index is not None:
             index.save()  # the files summarised for their classes' bases, for the next run
+    if "-" in args.paths:
+        selections = {stdin_name: (settings_per_path[0][1].selection_for(stdin_name), settings_per_path[0][1].scope)}
+    else:
+        selections = {path: (selection, settings.scope) for path, _, selection, settings in found}
+    _add_unused_noqa(results, selections, index)
+    if args.add_noqa:
+        return _add_noqa(results, err)
     unresolved = _unresolved_in_wrapped_scope(index, settings_per_path)
     if "-" in args.paths:
         unsafe_allowed = {stdin_name: settings_per_path[0][1].unsafe_fixes}
@@ -344,10 +392,82 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     return _report(args, results, out, unresolved, unsafe_allowed, hidden)
 
 
+def _options_without_effect(args: argparse.Namespace) -> List[str]:
+    """Options this command line makes no use of: said once each, so that nobody relies on them."""
+    checks = (
+        (args.show_fixes and not args.fix, "--show-fixes does nothing without --fix"),
+        (args.show_fixes and args.diff, "--show-fixes does nothing with --diff (the diff shows the fixes)"),
+        (args.statistics and args.diff, "--statistics does nothing with --diff"),
+        (args.stdin_filename is not None and "-" not in args.paths,
+         "--stdin-filename does nothing unless the path is - (standard input)"),
+        (args.cache_dir is not None and args.no_cache, "--cache-dir does nothing with --no-cache"),
+        (args.unsafe_fixes is not None and args.add_noqa, "--unsafe-fixes does nothing with --add-noqa"),
+    )
+    return [message for applies, message in checks if applies]
+
+
+def _add_unused_noqa(results: Sequence[FileResult], selections: Mapping[str, Tuple[Selection, str]], index) -> None:
+    """DPR100, where selected: the file's `noqa` comments against its findings before any noqa applied,
+    which only files with such a comment are analysed again for (few are)."""
+    from .noqa import unused_directives
+
+    for result in results:
+        selection, scope = selections.get(result.path, (None, "any"))
+        if result.problem is not None or selection is None or not selection.reports_unused_noqa:
+            continue
+        data = result.fixed if result.fixed is not None else result.original
+        if data is None:
+            try:
+                data = read_source(result.path)
+            except FileProblem:
+                continue
+        if b"noqa" not in data.lower():
+            continue
+        try:
+            text = decode_source(data)
+            raw = check_source(data, result.path, selection,
+                               context=index.context_for(result.path, scope) if index is not None else None)
+        except FileProblem:
+            continue
+        unused = unused_directives(raw, text, result.path, selection.codes())
+        if unused:
+            result.findings = sorted(result.findings + unused, key=lambda f: (f.line, f.col, f.code))
+            if result.original is None:
+                result.original = data
+
+
+def _add_noqa(results: Sequence[FileResult], err: TextIO) -> int:
+    """--add-noqa: each file with findings gets `# noqa: CODE` comments, written as a fix is written."""
+    from .noqa import UNUSED_NOQA, with_noqa_added
+
+    added, failed = 0, False
+    for result in results:
+        if result.problem is not None:
+            err.write(f"error: {located_problem(result.path, result.problem)}\n")
+            failed = True
+            continue
+        findings = [f for f in result.findings if f.code != UNUSED_NOQA]
+        if not findings or result.original is None:
+            continue
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(result.original).readline)
+            text, count = with_noqa_added(decode_source(result.original), findings)
+            if count:
+                write_atomically(result.path, text.encode(encoding), result.original)
+        except FileProblem as problem:
+            err.write(f"error: {located_problem(result.path, str(problem))}\n")
+            failed = True
+            continue
+        added += count
+    err.write(f"Added {added} noqa directive{'s' if added != 1 else ''}.\n")
+    return EXIT_FINDINGS if failed else EXIT_CLEAN
+
+
 def _overrides(args: argparse.Namespace) -> dict:
     """The command line's settings (None where not given), named as Settings names them."""
     return {
-        "select": args.select, "ignore": args.ignore, "per_file_ignores": args.per_file_ignores,
+        "select": args.select, "extend_select": args.extend_select, "ignore": args.ignore,
+        "per_file_ignores": args.per_file_ignores,
         "exclude": args.exclude, "extend_exclude": args.extend_exclude, "respect_gitignore": args.respect_gitignore,
         "force_exclude": args.force_exclude, "scope": args.scope, "unsafe_fixes": args.unsafe_fixes,
     }
@@ -451,7 +571,7 @@ def _print_fixes(results: Sequence[FileResult], out: TextIO) -> None:
     for result in fixed:
         out.write(f"- {printable(result.path)}:\n")
         for code, count in sorted(result.fixed_codes.items()):
-            out.write(f"    {count} \u00d7 {code} ({rules.RULES_BY_CODE[code].name})\n")
+            out.write(f"    {count} \u00d7 {code} ({_code_name(code)})\n")
     out.write("\n")
 
 
@@ -460,7 +580,19 @@ def _print_statistics(results: Sequence[FileResult], out: TextIO, unsafe_allowed
     fixable = Counter(f.code for r in results for f in r.findings if f.applicable(unsafe_allowed.get(r.path, False)))
     for code in sorted(counts):
         mark = "*" if fixable[code] else " "
-        out.write(f"{counts[code]:>5}  {code}  {mark} {rules.RULES_BY_CODE[code].summary}\n")
+        out.write(f"{counts[code]:>5}  {code}  {mark} {_code_summary(code)}\n")
+
+
+def _code_name(code: str) -> str:
+    from .noqa import UNUSED_NOQA, UNUSED_NOQA_NAME
+
+    return UNUSED_NOQA_NAME if code == UNUSED_NOQA else rules.RULES_BY_CODE[code].name
+
+
+def _code_summary(code: str) -> str:
+    from .noqa import UNUSED_NOQA, UNUSED_NOQA_SUMMARY
+
+    return UNUSED_NOQA_SUMMARY if code == UNUSED_NOQA else rules.RULES_BY_CODE[code].summary
 
 
 def _summary(results: Sequence[FileResult], remaining: int, fixed_run: bool, unsafe_allowed: Mapping[str, bool],
@@ -468,7 +600,9 @@ def _summary(results: Sequence[FileResult], remaining: int, fixed_run: bool, uns
     fixed = sum(r.fixed_count for r in results)
     fixable = sum(1 for r in results for f in r.findings if f.applicable(unsafe_allowed.get(r.path, False)))
     unreadable = sum(1 for r in results if r.problem is not None)
-    tail = f" {unreadable} file{'s' if unreadable != 1 else ''} could not be linted." if unreadable else ""
+    checked = len(results) - unreadable
+    tail = f" Checked {checked} file{'s' if checked != 1 else ''}."
+    tail += f" {unreadable} file{'s' if unreadable != 1 else ''} could not be linted." if unreadable else ""
     # As ruff says it: unsafe fixes are "hidden" until --unsafe-fixes (or unsafe-fixes = true) enables them.
     hidden_line = f"\n{_hidden_hint(hidden)}." if hidden else ""  # it starts with the count
     if fixed_run and fixed:

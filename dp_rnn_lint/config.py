@@ -16,11 +16,15 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .engine import Selection
 from .files import DEFAULT_EXCLUDES, matches_pattern
+from .noqa import UNUSED_NOQA
 from .rules import RULE_CODES
 
+# Codes a selection may name: the rules, and DPR100 (a `noqa` comment that silences nothing).
+KNOWN_CODES = RULE_CODES + (UNUSED_NOQA,)
+
 TABLE = "dp-rnn-lint"
-KNOWN_KEYS = ("select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "respect-gitignore", "force-exclude",
-              "scope", "unsafe-fixes")
+KNOWN_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "respect-gitignore",
+              "force-exclude", "scope", "unsafe-fixes")
 # "any": every module class is checked; "wrapped": only those the project index finds DataParallel running.
 SCOPES = ("any", "wrapped")
 
@@ -36,6 +40,7 @@ def _at(where: str, problem: str) -> str:
 @dataclass(frozen=True)
 class Settings:
     select: Tuple[str, ...] = ("DPR",)
+    extend_select: Tuple[str, ...] = ()  # added to select (DPR100 is opt-in)
     ignore: Tuple[str, ...] = ()
     exclude: Tuple[str, ...] = DEFAULT_EXCLUDES
     extend_exclude: Tuple[str, ...] = ()
@@ -55,7 +60,7 @@ class Settings:
     def selection_for(self, path: str) -> Selection:
         ignored = tuple(code for pattern, codes in self.per_file_ignores if matches_pattern(path, pattern, self.root)
                         for code in codes)
-        return Selection(select=self.select, ignore=self.ignore + ignored)
+        return Selection(select=self.select + self.extend_select, ignore=self.ignore + ignored)
 
 
 def code_list(value: Any, where: str) -> Tuple[str, ...]:
@@ -66,8 +71,8 @@ def code_list(value: Any, where: str) -> Tuple[str, ...]:
         raise ConfigError(_at(where, f"expected a list of rule codes, got {value!r}"))
     codes = tuple(code.strip().upper() for code in value if code.strip())
     for code in codes:
-        if code != "ALL" and not any(known.startswith(code) for known in RULE_CODES):
-            raise ConfigError(_at(where, f"unknown rule code or prefix {code!r} (known: {', '.join(RULE_CODES)})"))
+        if code != "ALL" and not any(known.startswith(code) for known in KNOWN_CODES):
+            raise ConfigError(_at(where, f"unknown rule code or prefix {code!r} (known: {', '.join(KNOWN_CODES)})"))
     return codes
 
 
@@ -116,6 +121,7 @@ def scope_name(value: Any, where: str) -> str:
 
 _READERS = {
     "select": ("select", selected_codes),
+    "extend-select": ("extend_select", code_list),
     "ignore": ("ignore", code_list),
     "exclude": ("exclude", pattern_list),
     "extend-exclude": ("extend_exclude", pattern_list),
@@ -213,8 +219,9 @@ class SettingsResolver:
 
     def _with_overrides(self, settings: Settings) -> Settings:
         changes = {key: value for key, value in self.overrides.items() if value is not None}
-        if "extend_exclude" in changes:
-            changes["extend_exclude"] = settings.extend_exclude + tuple(changes["extend_exclude"])
+        for added in ("extend_exclude", "extend_select"):
+            if added in changes:
+                changes[added] = getattr(settings, added) + tuple(changes[added])
         changes = {key: tuple(value) if isinstance(value, list) else value for key, value in changes.items()}
         return replace(settings, **changes)
 

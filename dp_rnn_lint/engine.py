@@ -14,14 +14,14 @@ import tokenize
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Union
 
 from .analysis.project import FileContext, build_index, mentions_wrap
 from .analysis.screen import RNN_CODES, inherits_from_elsewhere, may_have_findings, may_have_findings_text, may_inherit_text
 from .escaping import printable
 from .files import FileProblem, module_name_for, read_source, write_atomically
 from .findings import Finding, Violation
-from .noqa import is_suppressed, noqa_lines
+from .noqa import UNUSED_NOQA, without_suppressed
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -55,7 +55,10 @@ class Selection:
     ignore: Tuple[str, ...] = ()
 
     def enabled(self, code: str) -> bool:
-        selected = max((len(p) for p in self.select if p == "ALL" or code.startswith(p)), default=-1)
+        # DPR100 (unused noqa) is opt-in, as ruff's RUF100: `DPR` alone does not turn it on.
+        opt_in = code == UNUSED_NOQA
+        selected = max((len(p) for p in self.select
+                        if p == "ALL" or (code.startswith(p) and not (opt_in and len(p) <= len("DPR")))), default=-1)
         ignored = max((len(p) for p in self.ignore if p == "ALL" or code.startswith(p)), default=-1)
         return selected >= 0 and selected > ignored
 
@@ -69,6 +72,10 @@ class Selection:
         from .rules import ALL_RULES
 
         return [rule for rule in ALL_RULES if self.enabled(rule.code)]
+
+    @property
+    def reports_unused_noqa(self) -> bool:
+        return self.enabled(UNUSED_NOQA)
 
 
 def may_contain_candidates(source: Union[str, bytes]) -> bool:
@@ -434,16 +441,6 @@ def _check_parsed(source: Union[str, bytes], path: str, rules: Sequence[Rule], l
                   context: FileContext) -> List[Finding]:
     module = _parse_with_libcst(source, look.python_error)
     return _analysed(module, path, rules, look.tree, _module_text(module, source), context)
-
-
-def without_suppressed(findings: Iterable[Finding], text: str) -> List[Finding]:
-    findings = list(findings)
-    if not findings:
-        return []
-    if "noqa" not in text.lower():
-        return findings  # nothing to tokenize for
-    lines = noqa_lines(text)
-    return [f for f in findings if not is_suppressed(f.code, lines.get(f.line, ""))]
 
 
 @dataclass

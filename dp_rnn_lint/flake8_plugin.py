@@ -1,6 +1,7 @@
 """The flake8 contract only: hand the file's text to the engine, yield what it finds.
 
-flake8 applies `# noqa`, `--select` and `--extend-ignore` itself, so every finding is yielded.
+flake8 applies `# noqa`, `# flake8: noqa`, `--select` and `--extend-ignore` itself, so every finding is yielded
+but those a file-level `# dp-rnn-lint: noqa` silences.
 Columns are 0-based, as flake8 expects (it adds 1 when printing). The project index covers the file's
 project (the nearest folder upward holding pyproject.toml, setup.cfg or .git), built once per process.
 """
@@ -16,6 +17,7 @@ from .analysis.project import context_in_project
 from .cache import default_cache_dir
 from .engine import check_source
 from .files import FileProblem
+from .noqa import without_file_suppressed
 
 
 class DataParallelRnnChecker:
@@ -44,7 +46,7 @@ class DataParallelRnnChecker:
         self.lines = lines
 
     def _project_context(self):
-        return context_in_project(self.filename, self.scope, default_cache_dir(), self.exclude)
+        return context_in_project(self.filename, self.scope, default_cache_dir(self.filename), self.exclude)
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         source = "".join(self.lines)
@@ -59,5 +61,7 @@ class DataParallelRnnChecker:
             if "cannot parse" not in str(problem) and "cannot decode" not in str(problem):
                 sys.stderr.write(f"dp-rnn-lint: {self.filename}: {problem}\n")
             return
-        for finding in findings:
+        # flake8 itself knows `# flake8: noqa`; ours (`# dp-rnn-lint: noqa`, with or without codes) is applied
+        # here, so that the plugin and the command line silence the same files.
+        for finding in without_file_suppressed(findings, source):
             yield finding.line, finding.col - 1, f"{finding.code} {finding.message}", type(self)

@@ -56,7 +56,7 @@ def test_concise_format_prints_one_line_per_finding_and_exits_1(project):
     lines = result.stdout.splitlines()
     assert lines[0].startswith("model.py:12:18: DPR001 self.lstm (nn.LSTM) runs in the forward pass")
     assert lines[1].startswith("model.py:13:18: DPR002 pad_packed_sequence() without total_length")
-    assert lines[2:] == ["Found 2 errors (1 fixable with `dp-rnn-lint --fix`).",
+    assert lines[2:] == ["Found 2 errors (1 fixable with `dp-rnn-lint --fix`). Checked 1 file.",
                          "1 hidden fix can be enabled with the `--unsafe-fixes` option."]
 
 
@@ -75,7 +75,7 @@ def test_text_format_shows_the_source_line_with_carets_under_the_flagged_call(pr
         "13 |         out, _ = pad_packed_sequence(out, batch_first=True)",
         "   |                  ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ DPR002",
     ]
-    assert lines[-2:] == ["Found 2 errors (1 fixable with `dp-rnn-lint --fix`).",
+    assert lines[-2:] == ["Found 2 errors (1 fixable with `dp-rnn-lint --fix`). Checked 1 file.",
                           "1 hidden fix can be enabled with the `--unsafe-fixes` option."]
     assert "\x1b" not in result.stdout  # not a terminal: no colour
 
@@ -103,7 +103,7 @@ def test_colour_only_when_forced_and_never_with_no_color(project, environment, c
 def test_clean_file_exits_0(project):
     result = run("head.py", cwd=project)
     assert result.returncode == 0, result.stdout
-    assert result.stdout.strip() == "All checks passed!"
+    assert result.stdout.strip() == "All checks passed! Checked 1 file."
 
 
 def test_default_path_is_the_current_folder(project):
@@ -160,7 +160,7 @@ def test_json_fix_edits_applied_to_the_source_give_what_fix_writes(project):
 def test_fix_rewrites_the_file_and_reports_what_it_fixed(project):
     result = run("--fix", "--unsafe-fixes", "model.py", cwd=project)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.strip() == "Found 2 errors (2 fixed, 0 remaining)."
+    assert result.stdout.strip() == "Found 2 errors (2 fixed, 0 remaining). Checked 1 file."
     text = (project / "model.py").read_text()
     assert "    def forward(self, x, lengths):\n        self.lstm.flatten_parameters()\n" in text
     assert "pad_packed_sequence(out, batch_first=True, total_length=x.size(1))" in text

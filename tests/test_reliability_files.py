@@ -122,7 +122,7 @@ def test_oversized_candidate_file_is_skipped_with_a_note(tmp_path):
 def test_large_file_without_rnn_words_is_cheap(tmp_path):
     (tmp_path / "data.py").write_text("VALUES = [\n" + "    1,\n" * 1_500_000 + "]\n")
     result = run("data.py", cwd=tmp_path)
-    assert result.returncode == 0 and result.stdout.strip() == "All checks passed!"
+    assert result.returncode == 0 and result.stdout.strip() == "All checks passed! Checked 1 file."
 
 
 def test_concurrent_fix_runs_leave_every_file_fixed_or_untouched(tmp_path):

@@ -53,7 +53,9 @@ def run(*args):
 def test_rule_command_prints_a_page_and_lists_all():
     assert run("rule", "DPR001").stdout == rule_page(ALL_RULES[0])
     listed = run("rule", "--all").stdout.splitlines()
-    assert [line.split()[0] for line in listed] == [rule.code for rule in ALL_RULES]
+    assert [line.split()[0] for line in listed] == [rule.code for rule in ALL_RULES] + ["DPR100"]
+    assert run("rule", "unused-noqa").stdout == run("rule", "dpr100").stdout
+    assert run("rule", "DPR100").stdout.startswith("# DPR100: `noqa` comment")
     unknown = run("rule", "E501")
     assert unknown.returncode == 2 and "unknown rule 'E501'" in unknown.stderr
     assert run("rule", ALL_RULES[1].name).stdout == rule_page(ALL_RULES[1])

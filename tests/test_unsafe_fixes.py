@@ -47,7 +47,7 @@ def project(tmp_path: Path) -> Path:
 def test_lint_summary_counts_safe_fixes_and_names_the_hidden_ones(project):
     result = run("--format", "concise", "model.py", cwd=project)
     assert result.returncode == 1
-    assert result.stdout.splitlines()[-2:] == ["Found 2 errors (1 fixable with `dp-rnn-lint --fix`).", HIDDEN_ONE]
+    assert result.stdout.splitlines()[-2:] == ["Found 2 errors (1 fixable with `dp-rnn-lint --fix`). Checked 1 file.", HIDDEN_ONE]
 
 
 def test_fix_applies_only_the_safe_fix_by_default(project):
@@ -56,7 +56,7 @@ def test_fix_applies_only_the_safe_fix_by_default(project):
     assert "self.lstm.flatten_parameters()" in text
     assert "total_length" not in text
     assert result.returncode == 1  # the DPR002 finding remains
-    assert result.stdout.splitlines()[-2:] == ["Found 2 errors (1 fixed, 1 remaining).", HIDDEN_ONE]
+    assert result.stdout.splitlines()[-2:] == ["Found 2 errors (1 fixed, 1 remaining). Checked 1 file.", HIDDEN_ONE]
 
 
 def test_unsafe_fixes_flag_applies_both(project):
@@ -64,7 +64,7 @@ def test_unsafe_fixes_flag_applies_both(project):
     text = (project / "model.py").read_text()
     assert "self.lstm.flatten_parameters()" in text and "total_length=x.size(1)" in text
     assert result.returncode == 0
-    assert result.stdout.splitlines()[-1] == "Found 2 errors (2 fixed, 0 remaining)."
+    assert result.stdout.splitlines()[-1] == "Found 2 errors (2 fixed, 0 remaining). Checked 1 file."
 
 
 def test_the_setting_enables_unsafe_fixes_and_the_flag_can_turn_them_off(project):
@@ -98,7 +98,7 @@ def test_list_lengths_are_left_alone_without_the_opt_in(tmp_path):
     (tmp_path / "model.py").write_text(LIST_LENGTHS)
     result = run("--fix", "model.py", cwd=tmp_path)
     assert (tmp_path / "model.py").read_text() == LIST_LENGTHS
-    assert result.stdout.splitlines()[-2:] == ["Found 1 error.", HIDDEN_ONE]
+    assert result.stdout.splitlines()[-2:] == ["Found 1 error. Checked 1 file.", HIDDEN_ONE]
 
 
 def test_json_still_reports_the_unsafe_fix_with_its_applicability(project):

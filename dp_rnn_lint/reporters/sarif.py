@@ -143,9 +143,28 @@ def invocation_object(results: Sequence[FileResult]) -> dict:
     }
 
 
+def unused_noqa_descriptor() -> dict:
+    from ..noqa import UNUSED_NOQA, UNUSED_NOQA_NAME, UNUSED_NOQA_PAGE, UNUSED_NOQA_SUMMARY
+
+    return {
+        "id": UNUSED_NOQA,
+        "name": UNUSED_NOQA_NAME,
+        "shortDescription": {"text": UNUSED_NOQA_SUMMARY},
+        "fullDescription": {"text": _section(UNUSED_NOQA_PAGE, "What it does")},
+        "help": {"text": UNUSED_NOQA_PAGE, "markdown": UNUSED_NOQA_PAGE},
+        "defaultConfiguration": {"level": "warning"},
+        "properties": {"tags": list(RULE_TAGS)},
+    }
+
+
 def sarif_log(results: Sequence[FileResult]) -> dict:
-    rule_index: Dict[str, int] = {rule.code: index for index, rule in enumerate(rules.ALL_RULES)}
+    from ..noqa import UNUSED_NOQA
+
+    descriptors = [rule_descriptor(rule) for rule in rules.ALL_RULES]
     findings = [finding for result in results for finding in result.findings]
+    if any(finding.code == UNUSED_NOQA for finding in findings):
+        descriptors.append(unused_noqa_descriptor())
+    rule_index: Dict[str, int] = {descriptor["id"]: index for index, descriptor in enumerate(descriptors)}
     return {
         "$schema": SARIF_SCHEMA,
         "version": SARIF_VERSION,
@@ -156,7 +175,7 @@ def sarif_log(results: Sequence[FileResult]) -> dict:
                         "name": TOOL_NAME,
                         "version": __version__,
                         "informationUri": INFORMATION_URI,
-                        "rules": [rule_descriptor(rule) for rule in rules.ALL_RULES],
+                        "rules": descriptors,
                     }
                 },
                 "invocations": [invocation_object(results)],
