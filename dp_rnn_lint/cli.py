@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-import io
 import os
-import tokenize
 import sys
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Set, TextIO, Tuple
@@ -19,7 +17,7 @@ from . import __version__
 from .config import (ConfigError, Settings, SettingsResolver, code_list, pattern_list, per_file_ignores,
                      selected_codes)
 from .cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, ResultCache, default_cache_dir
-from .engine import FileResult, Selection, check_source, lint_source
+from .engine import FileResult, Selection, check_source, lint_source, source_encoding
 from .runner import Options, Task, default_jobs, lint_files
 from .engine import decode as decode_source
 from .files import FileProblem, discover, excluded_path, read_source, write_atomically
@@ -351,17 +349,15 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
         if index is not None:
             index.save()  # the files summarised for their classes' bases, for the next run
     if "-" in args.paths:
-        selections = {stdin_name: (settings_per_path[0][1].selection_for(stdin_name), settings_per_path[0][1].scope)}
+        [(_, stdin_settings)] = settings_per_path
+        linted = {stdin_name: (stdin_settings.selection_for(stdin_name), stdin_settings)}
     else:
-        selections = {path: (selection, settings.scope) for path, _, selection, settings in found}
-    _add_unused_noqa(results, selections, index)
+        linted = {path: (selection, settings) for path, _, selection, settings in found}
+    _add_unused_noqa(results, linted, index)
     if args.add_noqa:
         return _add_noqa(results, err)
     unresolved = _unresolved_in_wrapped_scope(index, settings_per_path)
-    if "-" in args.paths:
-        unsafe_allowed = {stdin_name: settings_per_path[0][1].unsafe_fixes}
-    else:
-        unsafe_allowed = {path: settings.unsafe_fixes for path, _, _, settings in found}
+    unsafe_allowed = {path: settings.unsafe_fixes for path, (_, settings) in linted.items()}
     hidden = _hidden_fixes(results, unsafe_allowed)
 
     problems = [r for r in results if r.problem is not None]
@@ -406,13 +402,13 @@ def _options_without_effect(args: argparse.Namespace) -> List[str]:
     return [message for applies, message in checks if applies]
 
 
-def _add_unused_noqa(results: Sequence[FileResult], selections: Mapping[str, Tuple[Selection, str]], index) -> None:
+def _add_unused_noqa(results: Sequence[FileResult], linted: Mapping[str, Tuple[Selection, Settings]], index) -> None:
     """DPR100, where selected: the file's `noqa` comments against its findings before any noqa applied,
     which only files with such a comment are analysed again for (few are)."""
     from .noqa import unused_directives
 
     for result in results:
-        selection, scope = selections.get(result.path, (None, "any"))
+        selection, settings = linted.get(result.path, (None, None))
         if result.problem is not None or selection is None or not selection.reports_unused_noqa:
             continue
         data = result.fixed if result.fixed is not None else result.original
@@ -426,7 +422,7 @@ def _add_unused_noqa(results: Sequence[FileResult], selections: Mapping[str, Tup
         try:
             text = decode_source(data)
             raw = check_source(data, result.path, selection,
-                               context=index.context_for(result.path, scope) if index is not None else None)
+                               context=index.context_for(result.path, settings.scope) if index is not None else None)
         except FileProblem:
             continue
         unused = unused_directives(raw, text, result.path, selection.codes())
@@ -450,7 +446,7 @@ def _add_noqa(results: Sequence[FileResult], err: TextIO) -> int:
         if not findings or result.original is None:
             continue
         try:
-            encoding, _ = tokenize.detect_encoding(io.BytesIO(result.original).readline)
+            encoding = source_encoding(result.original)
             text, count = with_noqa_added(decode_source(result.original), findings)
             if count:
                 write_atomically(result.path, text.encode(encoding), result.original)

@@ -89,12 +89,19 @@ def worth_a_look(source: bytes, selection: Selection) -> bool:
     return may_contain_candidates(source) or (bool(set(selection.codes()) & RNN_CODES) and may_inherit_text(source))
 
 
-def decode(source: bytes) -> str:
-    """The text of a file, decoded as Python would (PEP 263 cookie, BOM, UTF-8 by default)."""
+def source_encoding(source: bytes) -> str:
+    """The encoding Python reads the file in (PEP 263 cookie, BOM, UTF-8 by default); text written back
+    in it keeps the file's bytes elsewhere."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
     except SyntaxError as error:
         raise FileProblem(f"cannot decode: {error}") from error
+    return encoding
+
+
+def decode(source: bytes) -> str:
+    """The text of a file, decoded as Python would (PEP 263 cookie, BOM, UTF-8 by default)."""
+    encoding = source_encoding(source)
     try:
         return source.decode(encoding)
     except UnicodeDecodeError as error:
@@ -594,7 +601,7 @@ def _fixed_bytes(module: cst.Module, edits: Sequence, source: bytes) -> Tuple[by
     reproduces exactly may be."""
     from .fixes import apply_edits, spliced_text
 
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    encoding = source_encoding(source)
     spliced = spliced_text(module, edits, source.decode(encoding))
     if spliced is not None:
         text, edited = spliced

@@ -173,9 +173,9 @@ def unused_directives(findings: Sequence[Finding], text: str, path: str, enabled
         ours = [code for code in directive.codes if code in enabled]
         if not ours:
             continue
+        # A finding is on the directive's line when its line's group ends where the directive's does.
         _, last = groups.get(directive.line, ("", directive.line))
-        group = [number for number, (_, end) in groups.items() if end == last]
-        used = {code for code in ours for f in findings if f.line in group and f.code == code}
+        used = {f.code for f in findings if groups.get(f.line, ("", f.line))[1] == last}
         unused = [code for code in ours if code not in used]
         if unused:
             listed = ", ".join(f"`{code}`" for code in unused)
