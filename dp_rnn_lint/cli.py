@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+import dataclasses
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Set, TextIO, Tuple
@@ -24,7 +26,7 @@ from .files import FileProblem, discover, excluded_path, read_source, write_atom
 from .analysis.project import FileContext, build_index, index_cache_file, project_root
 from .reporters import FORMATS, FORMATS_WITH_EDITS, printable, reporter
 from .reporters.text import located_problem, report_text
-from . import docs, rules
+from . import docs, notebooks, rules
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 # Formats read by people, which end with a summary line; the others are read by programs.
@@ -137,9 +139,19 @@ def _print_diff(result: FileResult, out: TextIO) -> None:
     import difflib  # only --diff needs it
 
     name = printable(result.path)
-    diff = difflib.unified_diff(decode(result.original or b""), decode(result.fixed or b""), name, name)
-    for line in diff:
-        out.write(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    if notebooks.is_notebook(result.path):
+        # One diff per changed cell, named as its findings are, showing the cells as they are written.
+        before = {number: text for number, _, text in notebooks.cell_texts((result.original or b"").decode("utf-8"))}
+        pairs = [(f"{name}:cell {number}", notebooks.unmasked(before.get(number, "")), notebooks.unmasked(text))
+                 for number, _, text in notebooks.cell_texts((result.fixed or b"").decode("utf-8"))
+                 if text != before.get(number)]
+    else:
+        pairs = [(name, decode(result.original or b""), decode(result.fixed or b""))]
+    for shown, old, new in pairs:
+        if isinstance(old, str):
+            old, new = old.splitlines(keepends=True), new.splitlines(keepends=True)
+        for line in difflib.unified_diff(old, new, shown, shown):
+            out.write(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
 
 
 def build_verify_parser() -> argparse.ArgumentParser:
@@ -295,10 +307,18 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
         # For editors: `dp-rnn-lint - --stdin-filename model.py`.
         if args.paths != ["-"]:
             parser.error("- (standard input) cannot be combined with other paths")
-        stdin_source = sys.stdin.buffer.read()
+        stdin_raw = stdin_source = sys.stdin.buffer.read()
         [(_, settings)] = settings_per_path
+        notebook_problem = None
+        if notebooks.is_notebook(stdin_name):
+            try:
+                stdin_source = notebooks.view_of(stdin_raw)
+            except notebooks.NotebookProblem as problem:
+                notebook_problem = str(problem)
         if settings.force_exclude and excluded_path(stdin_name, settings.exclusions, settings.root):
             results.append(FileResult(stdin_name, original=stdin_source))  # excluded: passed through untouched
+        elif notebook_problem is not None:
+            results.append(FileResult(stdin_name, problem=notebook_problem))
         else:
             selection = settings.selection_for(stdin_name)
             context = None
@@ -356,6 +376,7 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
     _add_unused_noqa(results, linted, index)
     if args.add_noqa:
         return _add_noqa(results, err)
+    results = [_in_cells(result) for result in results]
     unresolved = _unresolved_in_wrapped_scope(index, settings_per_path)
     unsafe_allowed = {path: settings.unsafe_fixes for path, (_, settings) in linted.items()}
     hidden = _hidden_fixes(results, unsafe_allowed)
@@ -379,13 +400,35 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
     if "-" in args.paths and args.fix:
         # The fixed source replaces the editor's buffer; what could not be fixed goes where it shows messages.
         [result] = results
-        sys.stdout.buffer.write(result.fixed if result.fixed is not None else stdin_source)
+        fixed = result.fixed
+        if fixed is not None and notebooks.is_notebook(stdin_name):
+            try:
+                fixed = notebooks.with_fixed_view(stdin_raw, stdin_source, fixed)
+            except notebooks.NotebookProblem as problem:
+                fixed, result.problem = None, str(problem)
+        sys.stdout.buffer.write(fixed if fixed is not None else stdin_raw)
         sys.stdout.flush()
         report_text(results, err)
         _print_unresolved(unresolved, err)
         return _exit_status(args, results)
 
     return _report(args, results, out, unresolved, unsafe_allowed, hidden)
+
+
+def _in_cells(result: FileResult) -> FileResult:
+    """A notebook's result with its findings' and problem's positions counted in their cells, as they are
+    shown; the lint itself ran on the notebook's Python view."""
+    view = result.fixed if result.fixed is not None else result.original
+    if not notebooks.is_notebook(result.path) or view is None:
+        return result
+    starts = notebooks.cell_starts(view.decode("utf-8", "replace"))
+    problem = result.problem
+    position = re.match(r"(\d+):(\d+): ", problem or "")
+    if position:
+        cell, line = notebooks.in_cell(int(position.group(1)), starts)
+        if cell is not None:
+            problem = f"cell {cell}:{line}:{position.group(2)}: {problem[position.end():]}"
+    return dataclasses.replace(result, findings=notebooks.located_in_cells(result.findings, starts), problem=problem)
 
 
 def _options_without_effect(args: argparse.Namespace) -> List[str]:

@@ -10,6 +10,11 @@ import stat
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence, Set, Tuple
 
+from . import notebooks
+
+# What a folder walk lints: Python files and Jupyter notebooks (read as their code cells).
+LINTED_SUFFIXES = (".py", notebooks.NOTEBOOK_SUFFIX)
+
 # Folders nobody wants linted: VCS data, caches, virtual environments, build output.
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", ".eggs", "__pycache__",
@@ -70,10 +75,10 @@ def excluded_path(path: str, patterns: Sequence[str], root: Optional[Path] = Non
 
 def discover(paths: Iterable[str], exclude: Sequence[str] = DEFAULT_EXCLUDES, root: Optional[Path] = None,
              respect_gitignore: bool = False, force_exclude: bool = False) -> Iterator[Tuple[str, Optional[str]]]:
-    """Yield (path, problem) for every Python file under the given paths, in a stable order.
+    """Yield (path, problem) for every Python file and notebook under the given paths, in a stable order.
 
     A file given explicitly is linted whatever its name, unless force_exclude (for pre-commit, which
-    names every file); folders are walked for `*.py` files, skipping virtual environments, anything
+    names every file); folders are walked for `*.py` and `*.ipynb` files, skipping virtual environments, anything
     matching `exclude` (patterns relative to `root`) and, with respect_gitignore, what git ignores.
     """
     for given in paths:
@@ -169,7 +174,7 @@ def _walk(folder: Path, walk: _Walk, start: Optional[Path] = None) -> Iterator[T
         if is_dir:
             if not _is_virtualenv(path):
                 yield from _walk(path, walk, start)
-        elif entry.name.endswith(".py"):
+        elif entry.name.endswith(LINTED_SUFFIXES):
             if is_file and entry.is_symlink() and not _inside(os.path.realpath(entry.path), walk.top):
                 continue
             if is_file:
@@ -183,6 +188,17 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def read_source(path: str) -> bytes:
+    """The file's bytes; for a notebook, the Python view of its code cells (see notebooks.py)."""
+    raw = read_bytes(path)
+    if not notebooks.is_notebook(path):
+        return raw
+    try:
+        return notebooks.view_of(raw)
+    except notebooks.NotebookProblem as error:
+        raise FileProblem(str(error)) from error
+
+
+def read_bytes(path: str) -> bytes:
     try:
         with open(path, "rb") as handle:
             return handle.read()
@@ -201,9 +217,22 @@ def read_source_and_stat(path: str) -> Tuple[bytes, os.stat_result]:
 
 
 def write_atomically(path: str, data: bytes, expected_original: bytes) -> None:
-    """Replace the file's content in one step, keeping its mode; refuse when it changed on disk."""
-    if read_source(path) != expected_original:
+    """Replace the file's content in one step, keeping its mode; refuse when it changed on disk.
+    For a notebook, `data` and `expected_original` are Python views: the changed cells are spliced
+    into the notebook's JSON."""
+    raw = current = read_bytes(path)
+    if notebooks.is_notebook(path):
+        try:
+            current = notebooks.view_of(raw)
+        except notebooks.NotebookProblem:
+            current = None  # it was a readable notebook when it was linted
+    if current != expected_original:
         raise FileProblem("changed on disk while it was being fixed; not overwritten")
+    if notebooks.is_notebook(path):
+        try:
+            data = notebooks.with_fixed_view(raw, expected_original, data)
+        except notebooks.NotebookProblem as error:
+            raise FileProblem(str(error)) from error
     target = os.path.realpath(path)
     folder = os.path.dirname(target) or "."
     try:

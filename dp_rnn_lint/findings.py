@@ -128,6 +128,8 @@ class Finding:
     # Where the flagged code ends (exclusive), 1-based like line and col.
     end_line: Optional[int] = None
     end_col: Optional[int] = None
+    # In a notebook, the cell (1-based) that line and end_line count in; None for a Python file.
+    cell: Optional[int] = None
 
     @property
     def fixable(self) -> bool:

@@ -133,7 +133,7 @@ def test_json_format_lists_findings_with_1_based_positions(project):
         ("model.py", 12, 18, "DPR001", True),
         ("model.py", 13, 18, "DPR002", True),
     ]
-    assert set(items[0]) == {"path", "line", "col", "code", "message", "fixable", "fix"}
+    assert set(items[0]) == {"path", "cell", "line", "col", "code", "message", "fixable", "fix"}
     assert [i["fix"]["applicability"] for i in items] == ["safe", "unsafe"]
 
 

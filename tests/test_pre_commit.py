@@ -9,6 +9,7 @@ the checking hook, the fixing hook, then every hook again.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -193,9 +194,15 @@ def test_a_wrap_in_another_file_is_reported_once_with_one_summary(hooks_repo, en
     (tmp_path / "train.py").write_text(TRAIN)
     for number in range(12):
         (tmp_path / f"util_{number}.py").write_text(f"VALUE_{number} = {number}\n")
+    # The hooks take notebooks too (`types_or: [python, jupyter]`): its one cell holds a DPR001.
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                           "source": STREAMING.replace("        self.gru.flatten_parameters()\n", "").splitlines(True)}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (tmp_path / "prototype.ipynb").write_text(json.dumps(notebook, indent=1))
     _git("add", ".", cwd=tmp_path, env=environment)
     result = _try_repo(hooks_repo, tmp_path, environment, "dp-rnn-lint")
     assert result.returncode == 1, result.stdout
     assert result.stdout.count(": DPR004 ") == 1, result.stdout
+    assert "prototype.ipynb:cell 1:10:23: DPR001 " in result.stdout, result.stdout
     summaries = re.findall(r"^(?:Found \d+ error|All checks passed!|No findings\.)", result.stdout, re.MULTILINE)
     assert len(summaries) == 1, result.stdout

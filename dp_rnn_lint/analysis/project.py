@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..files import module_name_for, resolve_relative_import
+from ..files import FileProblem, module_name_for, read_source, resolve_relative_import
 from .ast_walk import child_nodes
 from .screen import may_inherit_text
 from .torch_names import MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, canonical, is_module_base, rnn_kind
@@ -431,11 +431,11 @@ _MIN_FILES_FOR_POOL = 16
 
 
 def _file_bytes(path: str) -> Optional[bytes]:
-    """The file's bytes, or None when it cannot be read (its linting reports that, not the index)."""
+    """The file's bytes (a notebook's Python view), or None when it cannot be read (its linting
+    reports that, not the index)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError:
+        return read_source(path)
+    except FileProblem:
         return None
 
 

@@ -1,4 +1,5 @@
-"""A JSON list of findings, one object each, with 1-based line and column, and each fix's edits."""
+"""A JSON list of findings, one object each, with 1-based line and column (in a notebook: within the
+cell named by `cell`), and each fix's edits."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def report_json(results: Sequence[FileResult], out: TextIO) -> None:
     items = [
         {
             "path": finding.path,
+            "cell": finding.cell,  # a notebook's cell (1-based) that line counts in; null for a Python file
             "line": finding.line,
             "col": finding.col,
             "code": finding.code,

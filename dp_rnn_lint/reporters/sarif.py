@@ -114,6 +114,9 @@ def result_object(finding: Finding, rule_index: int, fingerprint: str) -> dict:
         "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri}, "region": region}}],
         "partialFingerprints": {FINGERPRINT_KEY: fingerprint},
     }
+    if finding.cell is not None:
+        # A notebook's lines count within a cell, which SARIF has no field for (ruff's JSON names it `cell`).
+        result["properties"] = {"cell": finding.cell}
     fix = fix_object(finding, uri)
     if fix is not None:
         result["fixes"] = [fix]

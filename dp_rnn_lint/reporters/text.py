@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
-from typing import List, Sequence, TextIO
+from typing import Dict, List, Optional, Sequence, TextIO
 
+from .. import notebooks
 from ..engine import FileResult, decode
 from ..escaping import printable
 from ..files import FileProblem
@@ -35,13 +36,15 @@ def finding_line(finding: Finding, colour: bool = False) -> str:
     path, code = printable(finding.path), finding.code
     if colour:
         path, code = f"{_BOLD}{path}{_RESET}", f"{_RED}{code}{_RESET}"
-    return f"{path}:{finding.line}:{finding.col}: {code} {printable(finding.message)}"
+    cell = f"cell {finding.cell}:" if finding.cell is not None else ""
+    return f"{path}:{cell}{finding.line}:{finding.col}: {code} {printable(finding.message)}"
 
 
 def located_problem(path: str, problem: str) -> str:
     """`path: problem`, or `path:line:col: problem` when the problem starts with its position."""
     problem = printable(problem)
-    return f"{printable(path)}{':' if problem[:1].isdigit() else ': '}{problem}"
+    positioned = problem[:1].isdigit() or re.match(r"cell \d+:\d", problem)
+    return f"{printable(path)}{':' if positioned else ': '}{problem}"
 
 
 def report_concise(results: Sequence[FileResult], out: TextIO) -> None:
@@ -54,23 +57,28 @@ def report_concise(results: Sequence[FileResult], out: TextIO) -> None:
 def report_text(results: Sequence[FileResult], out: TextIO) -> None:
     colour = use_colour(out)
     for result in results:
-        lines = _source_lines(result) if result.findings else []
+        lines = _source_lines(result) if result.findings else {}
         for finding in result.findings:
             out.write(finding_line(finding, colour) + "\n")
-            if 0 < finding.line <= len(lines):
-                out.write(_excerpt(finding, lines[finding.line - 1], colour))
+            shown = lines.get(finding.cell, [])
+            if 0 < finding.line <= len(shown):
+                out.write(_excerpt(finding, shown[finding.line - 1], colour))
             out.write("\n")
 
 
-def _source_lines(result: FileResult) -> List[str]:
+def _source_lines(result: FileResult) -> Dict[Optional[int], List[str]]:
+    """The lines findings point at: the file's (under the key None), or each notebook cell's as written."""
     # After --fix the findings left point into the fixed content.
     data = result.fixed if result.fixed is not None else result.original
     if data is None:
-        return []
+        return {}
     try:
-        return _LINE_BREAK.split(decode(data))
+        text = decode(data)
     except FileProblem:
-        return []
+        return {}
+    if not notebooks.is_notebook(result.path):
+        return {None: _LINE_BREAK.split(text)}
+    return {number: _LINE_BREAK.split(notebooks.unmasked(cell)) for number, _, cell in notebooks.cell_texts(text)}
 
 
 def _excerpt(finding: Finding, line: str, colour: bool) -> str:
