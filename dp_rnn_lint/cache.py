@@ -14,6 +14,7 @@ from typing import Optional, Union
 from . import __version__
 from .analysis.project import FileContext
 from .engine import FileResult, Selection
+from .files import prepare_cache_folder, replace_atomically
 from .findings import Finding, Fix
 
 CACHE_DIR_ENV = "DP_RNN_LINT_CACHE_DIR"
@@ -118,15 +119,11 @@ class ResultCache:
         if not self._usable or not self._prepare():
             return
         import json
-        import tempfile
 
         entry = self._entry(key)
         try:
             entry.parent.mkdir(exist_ok=True)
-            descriptor, temporary = tempfile.mkstemp(prefix=".entry-", dir=entry.parent)
-            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                json.dump(stored, handle)
-            os.replace(temporary, entry)
+            replace_atomically(str(entry), json.dumps(stored).encode("utf-8"), prefix=".entry-")
         except OSError:
             self._usable = False  # a read-only or full disk makes the run uncached, not failed
 
@@ -136,22 +133,8 @@ class ResultCache:
     def _prepare(self) -> bool:
         if self._ready:
             return True
-        if not prepare_folder(self.folder):
+        if not prepare_cache_folder(self.folder):
             self._usable = False
             return False
         self._ready = True
         return True
-
-
-def prepare_folder(versioned: Path) -> bool:
-    """Create a cache's version folder; False when it cannot be written."""
-    try:
-        versioned.mkdir(parents=True, exist_ok=True)
-        top = versioned.parent
-        # As ruff does for its cache: git ignores the folder, and backup tools know it is a cache.
-        for name, text in ((".gitignore", "*\n"), ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n")):
-            if not (top / name).exists():
-                (top / name).write_text(text)
-    except OSError:
-        return False
-    return True

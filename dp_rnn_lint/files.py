@@ -234,7 +234,6 @@ def write_atomically(path: str, data: bytes, expected_original: bytes) -> None:
         except notebooks.NotebookProblem as error:
             raise FileProblem(str(error)) from error
     target = os.path.realpath(path)
-    folder = os.path.dirname(target) or "."
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except OSError as error:
@@ -242,25 +241,48 @@ def write_atomically(path: str, data: bytes, expected_original: bytes) -> None:
     if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         # os.replace would swap even a read-only file; its mode says the user does not want that.
         raise FileProblem("read-only file; not fixed")
-    import tempfile  # here, not at the top: only a fix writes files
-
     try:
-        descriptor, temporary = tempfile.mkstemp(prefix=".dp-rnn-lint-", suffix=".tmp", dir=folder)
+        replace_atomically(target, data, prefix=".dp-rnn-lint-", mode=mode, durable=True)
     except OSError as error:
         raise FileProblem(f"cannot write: {error.strerror or error}") from error
+
+
+def replace_atomically(target: str, data: bytes, prefix: str, mode: Optional[int] = None, durable: bool = False) -> None:
+    """Write `data` to a temporary file beside `target`, then swap it in: readers see the old content or
+    the new, never half of it, and a failure leaves no temporary file behind. `durable` syncs the data to
+    disk first (a user's file; a cache entry can be lost without harm). Raises OSError."""
+    import tempfile  # here, not at the top: most runs write nothing
+
+    descriptor, temporary = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=os.path.dirname(target) or ".")
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        if mode is not None:
+            os.chmod(temporary, mode)
         os.replace(temporary, target)
-    except OSError as error:
+    except BaseException:
         try:
             os.unlink(temporary)
         except OSError:
             pass
-        raise FileProblem(f"cannot write: {error.strerror or error}") from error
+        raise
+
+
+def prepare_cache_folder(versioned: Path) -> bool:
+    """Create a cache's version folder (the result cache's and the index's); False when it cannot be written."""
+    try:
+        versioned.mkdir(parents=True, exist_ok=True)
+        top = versioned.parent
+        # As ruff does for its cache: git ignores the folder, and backup tools know it is a cache.
+        for name, text in ((".gitignore", "*\n"), ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n")):
+            if not (top / name).exists():
+                (top / name).write_text(text)
+    except OSError:
+        return False
+    return True
 
 
 def module_name_for(path: str) -> Tuple[Optional[str], bool]:

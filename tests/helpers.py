@@ -31,9 +31,9 @@ def unscreened_findings(source, path: str = "model.py") -> List[Tuple[int, int, 
     """(line, col, code) from the libcst analysis run on the file whatever the cheap screen says, placed
     by libcst's own positions: what `check_source` must find too, since the screen may only skip files
     without findings and Python's tree must place them where libcst does."""
-    from dp_rnn_lint import engine
+    from dp_rnn_lint import engine, parse
 
-    module = engine.parse(source, path)
+    module = parse.parse(source, path)
     context = own_context(source, path)
-    found = engine.run_with_deep_stack(engine._analysed, module, path, Selection().rules(), None, module.code, context)
+    found = parse.run_with_deep_stack(engine._analysed, module, path, Selection().rules(), None, module.code, context)
     return [(f.line, f.col, f.code) for f in found]

@@ -127,14 +127,14 @@ def _fixable_sources():
 def test_splicing_the_touched_statements_writes_what_regenerating_the_module_writes(path):
     # --fix rebuilds only the nodes on the way to each edit, in the statements that hold one: the same
     # code as libcst's transformer over the whole module, wherever the splice is possible at all.
-    from dp_rnn_lint import engine
+    from dp_rnn_lint import engine, parse
     from dp_rnn_lint.engine import Selection
     from dp_rnn_lint.fixes import apply_edits, spliced_text
 
     source = path.read_bytes()
-    module = engine.parse(source, str(path))
+    module = parse.parse(source, str(path))
     context = engine.own_context(source, str(path))
-    violations, _ = engine.run_with_deep_stack(engine._violations, module, str(path), Selection().rules(), context)
+    violations, _ = parse.run_with_deep_stack(engine._violations, module, str(path), Selection().rules(), context)
     edits = [edit for violation in violations if violation.fix is not None for edit in violation.fix.edits]
     assert edits
     spliced, edited = spliced_text(module, edits, module.code)

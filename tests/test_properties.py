@@ -74,7 +74,7 @@ def test_any_byte_string_is_linted_without_raising(data):
 def test_the_cheap_parse_accepts_only_what_pythons_parser_accepts(source):
     # Files the text screen rules out are only checked with symtable: a yes there must be ast's yes too,
     # or a file that Python cannot parse would lose its error line.
-    from dp_rnn_lint.engine import _parses, _python_verdict
+    from dp_rnn_lint.parse import parses as _parses, python_verdict as _python_verdict
 
     failed = _parses(source) and _python_verdict(source)[0] is None
     count("cheap parse vs ast.parse", failed=failed)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dp_rnn_lint import engine, files
+from dp_rnn_lint import engine, files, parse
 from dp_rnn_lint.engine import lint_path
 
 from .conftest import FIXTURES, golden_path
@@ -113,7 +113,7 @@ def test_file_changed_on_disk_between_reading_and_writing_is_not_overwritten(tmp
 
 def test_oversized_candidate_file_is_skipped_with_a_note(tmp_path):
     big = tmp_path / "generated.py"
-    big.write_bytes(BUGGY + b"# padding\n" * (engine.MAX_FILE_BYTES // 10 + 1))
+    big.write_bytes(BUGGY + b"# padding\n" * (parse.MAX_FILE_BYTES // 10 + 1))
     result = run("generated.py", cwd=tmp_path)
     assert result.returncode == 0
     assert result.stderr.startswith("note: generated.py: skipped: 1.0 MiB is over the 1 MiB limit")

@@ -1,5 +1,5 @@
-"""Files Python's parser accepts are parsed by libcst with its per-node checks off (engine's
-_parse_unchecked): the tree must be the one a checked parse builds, and the checks must be back on
+"""Files Python's parser accepts are parsed by libcst with its per-node checks off (parse.py's
+parse_unchecked): the tree must be the one a checked parse builds, and the checks must be back on
 for every node built afterwards, whatever happened during the parse."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from dp_rnn_lint import engine
+from dp_rnn_lint import engine, parse
 
 from .conftest import FIXTURES
 
@@ -26,7 +26,7 @@ def _checks_are_on() -> bool:
 @pytest.mark.parametrize("path", sorted(FIXTURES.rglob("*.py")), ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_unchecked_parse_builds_the_checked_tree(path: Path) -> None:
     source = path.read_bytes()
-    unchecked = engine._parse_unchecked(source)
+    unchecked = parse.parse_unchecked(source)
     assert unchecked.deep_equals(cst.parse_module(source))
     assert unchecked.bytes == source
     assert _checks_are_on()
@@ -49,7 +49,7 @@ def test_checks_are_off_only_during_the_parse(monkeypatch) -> None:
 
 def test_checks_come_back_after_a_failed_parse() -> None:
     with pytest.raises(cst.ParserSyntaxError):
-        engine._parse_unchecked("def (:\n")
+        parse.parse_unchecked("def (:\n")
     assert _checks_are_on()
 
 
@@ -60,7 +60,7 @@ def test_checks_come_back_after_parses_on_many_threads() -> None:
     def parse_often() -> None:
         try:
             for _ in range(20):
-                engine._parse_unchecked(source)
+                parse.parse_unchecked(source)
         except Exception as error:  # pragma: no cover - reported below
             errors.append(error)
 

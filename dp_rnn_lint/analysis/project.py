@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..files import FileProblem, module_name_for, read_source, resolve_relative_import
+from ..files import (FileProblem, module_name_for, prepare_cache_folder, read_source, replace_atomically,
+                     resolve_relative_import)
 from .ast_walk import child_nodes
 from .screen import may_inherit_text
 from .torch_names import MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, canonical, is_module_base, rnn_kind
@@ -686,22 +687,14 @@ class IndexBuilder:
             return
         self._unsaved = False
         import json
-        import tempfile
 
-        from ..cache import prepare_folder
-
-        if not prepare_folder(self.cache_file.parent):
+        if not prepare_cache_folder(self.cache_file.parent):
             return
-        temporary = None
         try:
-            handle, temporary = tempfile.mkstemp(dir=self.cache_file.parent, prefix=".index-", suffix=".tmp")
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump({"format": _SUMMARY_FORMAT, "files": self._entries}, out)
-            os.replace(temporary, self.cache_file)  # readers see the old file or the new one, never half
+            stored = json.dumps({"format": _SUMMARY_FORMAT, "files": self._entries}).encode("utf-8")
+            replace_atomically(str(self.cache_file), stored, prefix=".index-")
         except OSError:
-            # An unwritable cache makes the next run slower, not wrong.
-            if temporary is not None and os.path.exists(temporary):
-                os.unlink(temporary)
+            pass  # an unwritable cache makes the next run slower, not wrong
 
     def _entry(self, key: str, need_summary: bool, defer: bool = False) -> list:
         """The file's _new_entry(); the summary is made now when it is needed or
