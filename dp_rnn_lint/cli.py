@@ -177,7 +177,7 @@ def build_verify_parser() -> argparse.ArgumentParser:
 def rule(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="dp-rnn-lint rule", description="Print a rule's documentation.")
     parser.add_argument("code", nargs="?", metavar="CODE",
-                        help="a rule code or name, such as DPR001 or rnn-without-flatten-parameters")
+                        help="a rule code or name (`dp-rnn-lint rule --all` lists them)")
     parser.add_argument("--all", action="store_true", help="list every rule")
     args = parser.parse_args(argv)
     if args.all or not args.code:
@@ -513,9 +513,10 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 
 def _needs_index(selections) -> bool:
-    """Every rule asks the project index which classes are modules (bases live in other files); it is
-    built only once a file needs the analysis."""
-    return any(settings.scope == "wrapped" or selection.codes() for selection, settings in selections)
+    """Whether a selected rule asks the project index (every rule so far: which classes are modules, as
+    bases live in other files), or the scope is the wrapped set; it is built only once a file needs the
+    analysis."""
+    return any(settings.scope == "wrapped" or rules.needs_index(selection.codes()) for selection, settings in selections)
 
 
 def project_files(linted: Sequence[Tuple[str, Settings]],

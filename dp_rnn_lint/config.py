@@ -17,10 +17,14 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from .engine import Selection
 from .files import DEFAULT_EXCLUDES, matches_pattern
 from .noqa import UNUSED_NOQA
-from .rules import RULE_CODES
+from . import rules as registry
 
-# Codes a selection may name: the rules, and DPR100 (a `noqa` comment that silences nothing).
-KNOWN_CODES = RULE_CODES + (UNUSED_NOQA,)
+
+def known_codes() -> Tuple[str, ...]:
+    """Every code a selection may name: the registered rules' and DPR100 (a `noqa` comment that silences
+    nothing). Read when asked: a rule may be registered after this module is imported."""
+    return registry.RULE_CODES + (UNUSED_NOQA,)
+
 
 TABLE = "dp-rnn-lint"
 KNOWN_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "respect-gitignore",
@@ -71,8 +75,8 @@ def code_list(value: Any, where: str) -> Tuple[str, ...]:
         raise ConfigError(_at(where, f"expected a list of rule codes, got {value!r}"))
     codes = tuple(code.strip().upper() for code in value if code.strip())
     for code in codes:
-        if code != "ALL" and not any(known.startswith(code) for known in KNOWN_CODES):
-            raise ConfigError(_at(where, f"unknown rule code or prefix {code!r} (known: {', '.join(KNOWN_CODES)})"))
+        if code != "ALL" and not any(known.startswith(code) for known in known_codes()):
+            raise ConfigError(_at(where, f"unknown rule code or prefix {code!r} (known: {', '.join(known_codes())})"))
     return codes
 
 

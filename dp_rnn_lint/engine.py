@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Union
 
 from .analysis.project import FileContext, build_index, mentions_wrap
-from .analysis.screen import RNN_CODES, inherits_from_elsewhere, may_have_findings, may_have_findings_text, may_inherit_text
+from . import rules as registry
+from .analysis.screen import inherits_from_elsewhere, may_have_findings, may_have_findings_text, may_inherit_text
 from .escaping import printable
 from .files import FileProblem, module_name_for, read_source, write_atomically
 from .findings import Finding, Violation
@@ -30,11 +31,11 @@ if TYPE_CHECKING:
 # importing libcst alone takes longer than screening a few hundred files, and most runs need it for few
 # files or none.
 
-# A file none of these words appear in (in any case) cannot hold an RNN or a pad_packed_sequence call,
-# so it is never parsed. (An RNN class reached only through getattr(nn, name) with no RNN word anywhere
-# in the file is the one thing this skips.) Lower-casing once and searching for each word is ten times
-# faster than one case-insensitive regular expression.
-_CANDIDATE_WORDS = (b"rnn", b"lstm", b"gru", b"pad_packed")
+# A file none of the rules' words appear in (in any case; rules/__init__.py derives them from what each
+# rule's findings start from) cannot hold a finding, so it is never parsed. (An RNN class reached only
+# through getattr(nn, name) with no RNN word anywhere in the file is the one thing this skips.)
+# Lower-casing once and searching for each word is ten times faster than one case-insensitive
+# regular expression.
 
 # Fixing one finding never creates another, but a fixed file is checked again to be sure.
 _MAX_FIX_ROUNDS = 3
@@ -57,9 +58,7 @@ class Selection:
 
     def codes(self) -> List[str]:
         """The enabled codes, known without loading the rules."""
-        from .rules import RULE_CODES
-
-        return [code for code in RULE_CODES if self.enabled(code)]
+        return [code for code in registry.RULE_CODES if self.enabled(code)]
 
     def rules(self) -> List[Rule]:
         from .rules import ALL_RULES
@@ -73,13 +72,13 @@ class Selection:
 
 def may_contain_candidates(source: Union[str, bytes]) -> bool:
     data = (source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source).lower()
-    return any(word in data for word in _CANDIDATE_WORDS)
+    return any(word in data for word in registry.candidate_words())
 
 
 def worth_a_look(source: bytes, selection: Selection) -> bool:
     """Whether a file needs more than the word pre-filter: a candidate word, or (for the rules that
     start from an RNN) a class with a forward whose base may build an RNN in another file."""
-    return may_contain_candidates(source) or (bool(set(selection.codes()) & RNN_CODES) and may_inherit_text(source))
+    return may_contain_candidates(source) or (registry.screen_needs(selection.codes()).rnn_class and may_inherit_text(source))
 
 
 def _violations(module: cst.Module, path: str, rules: Sequence[Rule],
@@ -165,11 +164,14 @@ def own_context(source: Union[str, bytes], path: str) -> FileContext:
 
 def screened_codes(codes: Sequence[str], context: FileContext) -> List[str]:
     """The codes that can find anything in a file the project index says this of: none in wrapped scope
-    when no class of the file is wrapped (and every wrap was resolved); DPR004 only where a class is a
-    wrap target itself."""
+    when no class of the file is wrapped (and every wrap was resolved); a rule that needs the classes
+    DataParallel wraps directly only where a class is such a wrap target."""
     if context.scope == "wrapped" and not context.wrapped and not context.unresolved:
         return []
-    return [code for code in codes if code != "DPR004" or context.direct]
+    if context.direct:
+        return list(codes)
+    needing_targets = registry.needing_index_part(codes, registry.WRAP_TARGETS)
+    return [code for code in codes if code not in needing_targets]
 
 
 def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[ast.Module] = None,
@@ -183,7 +185,8 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
     data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
     # A class whose base lives in another file may run an RNN that base builds: only the project can
     # tell, so such a file is kept for the project's verdict (`inherited`) when the screens rule it out.
-    inherited = not force and bool(set(codes) & RNN_CODES) and may_inherit_text(data)
+    needs = registry.screen_needs(codes)
+    inherited = not force and needs.rnn_class and may_inherit_text(data)
     candidates = force or may_contain_candidates(data)
     if not candidates:
         check_readable(source)  # not worth parsing, but a binary or undecodable `.py` file gets an error line
@@ -205,12 +208,12 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
         # Parsed even when the screen below needs no tree: a file that mentions an RNN and does not
         # parse deserves its error line. Where the text already rules the file out, only that verdict
         # is wanted, and Python's tree is built only when the cheaper parse objects.
-        if not force and not may_have_findings_text(data, codes) and parses(source):
+        if not force and not may_have_findings_text(data, needs) and parses(source):
             return _FirstLook(False, may_inherit=inherited)
         tree, python_error, too_deep = python_verdict(source)
         if too_deep:
             raise FileProblem(python_error)
-    if not force and tree is not None and not (may_have_findings_text(data, codes) and may_have_findings(tree, codes)):
+    if not force and tree is not None and not (may_have_findings_text(data, needs) and may_have_findings(tree, needs)):
         return _FirstLook(False, may_inherit=inherited and inherits_from_elsewhere(tree), tree=tree)
     return _FirstLook(True, python_error, tree=tree)
 
@@ -226,7 +229,7 @@ def _inherited_look(source: Union[str, bytes], codes: Sequence[str], look: _Firs
 
 def _inherits_rnn(context: FileContext, codes: Sequence[str]) -> bool:
     """Whether, for these codes, a class of the file may run an RNN that another file builds."""
-    return context.rnn_elsewhere and bool(set(codes) & RNN_CODES)
+    return context.rnn_elsewhere and registry.screen_needs(codes).rnn_class
 
 
 def check_source(source: Union[str, bytes], path: str = "", selection: Selection = Selection(),

@@ -50,7 +50,7 @@ def test_plugin_does_not_parse_files_that_cannot_hold_an_rnn(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("parsed a file without any RNN word")
 
-    monkeypatch.setattr(engine, "parse", refuse)
+    monkeypatch.setattr(engine, "parse_with_libcst", refuse)
     lines = ["import torch\n", "class Head(torch.nn.Module):\n", "    def forward(self, x):\n", "        return x\n"]
     assert list(DataParallelRnnChecker(None, "head.py", lines).run()) == []
 

@@ -70,3 +70,19 @@ def test_readme_links_every_rule_page():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for rule in ALL_RULES:
         assert f"(docs/rules/{rule.code}.md)" in readme
+
+
+@pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
+def test_the_declared_fix_safety_is_what_the_examples_get(rule):
+    """The registry says each rule's fix safety (rules/__init__.py); the fixes its examples get agree."""
+    from dp_rnn_lint.rules import FIX_SAFETIES, NEEDS_BY_CODE
+
+    declared = NEEDS_BY_CODE[rule.code].fix
+    assert declared in FIX_SAFETIES
+    fixes = [finding.fix for example in rule.invalid_examples
+             for finding in check_source(example.source, "example.py", Selection()) if finding.code == rule.code]
+    offered = {fix.applicability for fix in fixes if fix is not None}
+    if declared == "safe or unsafe":  # decided per finding: the examples need not show both
+        assert offered and offered <= {"safe", "unsafe"}
+    else:
+        assert offered == {"none": set(), "safe": {"safe"}, "unsafe": {"unsafe"}}[declared]

@@ -13,19 +13,20 @@ import pytest
 
 from dp_rnn_lint.analysis.screen import may_have_findings, may_have_findings_text
 from dp_rnn_lint.engine import check_source
-from dp_rnn_lint.rules import ALL_RULES
+from dp_rnn_lint.rules import ALL_RULES, screen_needs
 
 from .conftest import FIXTURES
 from .helpers import unscreened_findings
 
 CODES = [rule.code for rule in ALL_RULES]
+NEEDS = screen_needs(CODES)
 EXAMPLES = [example.source for rule in ALL_RULES for example in rule.invalid_examples] + [
     source for rule in ALL_RULES for source in rule.valid_examples
 ]
 
 
 def screened_out(source: str) -> bool:
-    return not (may_have_findings_text(source, CODES) and may_have_findings(ast.parse(source), CODES))
+    return not (may_have_findings_text(source, NEEDS) and may_have_findings(ast.parse(source), NEEDS))
 
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("DPR*/*.py")), ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -200,7 +201,7 @@ def test_an_rnn_named_in_a_module_level_set_does_not_make_pack_or_pad_calls_look
                 return prepare(x)
     """)
     for code in ("DPR002", "DPR003"):
-        assert not may_have_findings(ast.parse(source), [code]), code
+        assert not may_have_findings(ast.parse(source), screen_needs([code])), code
 
 
 def test_the_screen_skips_torchs_own_rnn_module_definitions():
@@ -228,10 +229,10 @@ def test_rule_codes_known_without_loading_the_rules_match_the_rules():
 
 def test_the_text_screen_needs_a_function_named_forward():
     # Before any parse: a file that only calls forward, or names a method forward_hook, defines no forward.
-    assert not may_have_findings_text("out = nn.LSTM(4, 4).forward(x)\ndef forward_hook(self, lstm_out): pass\n", CODES)
-    assert may_have_findings_text("async def forward(self, x): return nn.LSTM\n", CODES)
-    assert may_have_findings_text("def \\\n    forward(self, x): return nn.LSTM\n", CODES)
-    assert may_have_findings_text(b"def\tforward(self, x): return nn.LSTM\n", CODES)
+    assert not may_have_findings_text("out = nn.LSTM(4, 4).forward(x)\ndef forward_hook(self, lstm_out): pass\n", NEEDS)
+    assert may_have_findings_text("async def forward(self, x): return nn.LSTM\n", NEEDS)
+    assert may_have_findings_text("def \\\n    forward(self, x): return nn.LSTM\n", NEEDS)
+    assert may_have_findings_text(b"def\tforward(self, x): return nn.LSTM\n", NEEDS)
 
 
 def test_a_file_the_text_rules_out_is_checked_for_syntax_without_building_pythons_tree(monkeypatch):
@@ -240,7 +241,7 @@ def test_a_file_the_text_rules_out_is_checked_for_syntax_without_building_python
     def no_tree(source):
         raise AssertionError("Python's tree was built for a file the text screen rules out")
 
-    monkeypatch.setattr(engine, "_python_verdict", no_tree)
+    monkeypatch.setattr(engine, "python_verdict", no_tree)
     loader = b"import torch\n\ndef load_lstm_weights(path):\n    return torch.load(path)\n"
     assert engine.lint_source(loader, "loader.py").problem is None
 

@@ -267,7 +267,7 @@ class ModuleModel:
 
     def _flattens_itself(self, func: cst.BaseExpression, scope: Scope) -> bool:
         """An RNN subclass of this file whose own forward calls self.flatten_parameters(), or replaces its
-        weights before running (DPR001 reports that in the subclass itself, where the fix must go)."""
+        weights before running (the missing flatten is reported in the subclass itself, where the fix must go)."""
         if not isinstance(func, cst.Name):
             return False
         for binding in self.resolver.bindings(func.value, scope):

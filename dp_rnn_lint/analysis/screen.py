@@ -3,27 +3,51 @@
 The libcst analysis is the source of truth, and costs tens of milliseconds a file; most files that
 mention an RNN (torch's own sources, data loading, docs) cannot hold a finding, and `ast` tells so in
 a fraction of that. The screen only ever says "maybe" too often, never "no" wrongly: every rule needs
-a `forward` method (DataParallel runs nothing else), DPR001 and DPR004 need a class that mentions an
-RNN class (directly, or through a name bound in the file to something that does, or through `getattr`
-on a module), DPR002 needs a `pad_packed_sequence` call (under any alias) that does not pass a
-`total_length`, and DPR003 a `pack_padded_sequence` call. (DPR004 also needs a class DataParallel
-wraps directly: the engine drops the code before the screen when the file has none.) This module
-never imports libcst.
+a `forward` method (DataParallel runs nothing else), and each rule declares what its findings start
+from (rules/__init__.py), as `ScreenNeeds` hands it here: a class that mentions an RNN class
+(directly, or through a name bound in the file to something that does, or through `getattr` on a
+module), or a call of a torch function under any alias (perhaps one that does not pass a given
+argument, as `pad_packed_sequence` without `total_length`). This module knows no rule codes and never
+imports libcst.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, Iterable, Iterator, List, Set, Tuple
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
 
 from .ast_walk import child_nodes, walk
 
 RNN_NAMES = frozenset({"RNN", "LSTM", "GRU"})
-PAD_PACKED = "pad_packed_sequence"
-PACK_PADDED = "pack_padded_sequence"
-# Codes whose findings start from an RNN the class holds.
-RNN_CODES = frozenset({"DPR001", "DPR004"})
+# What a rule's findings may start from: a class that holds a torch RNN (named directly, through a name
+# bound to one, or looked up with getattr), which may also come from a base or factory in another file...
+RNN_CLASS = "a class holding an RNN"
+_RNN_WORDS = (b"rnn", b"lstm", b"gru")
+
+
+@dataclass(frozen=True)
+class CallSeed:
+    """...or a call of a torch function (under any alias the file binds); with `missing` (keyword,
+    position), only a call that does not pass that argument."""
+
+    function: str
+    missing: Optional[Tuple[str, int]] = None
+
+
+@dataclass(frozen=True)
+class ScreenNeeds:
+    """What the selected rules' findings can start from: what the screen looks for."""
+
+    calls: FrozenSet[CallSeed] = frozenset()
+    rnn_class: bool = False
+
+    def words(self) -> Tuple[bytes, ...]:
+        """Lower-case words one of which a file must contain for any of these to be in it."""
+        return tuple(sorted({seed.function.lower().encode() for seed in self.calls} | set(_RNN_WORDS if self.rnn_class else ())))
+
+
 # Stands for `getattr(module, name)` in a set of identifiers: an RNN class may be looked up by name.
 _GETATTR = "getattr()"
 
@@ -38,22 +62,18 @@ _IMPORT_FROM_ELSEWHERE = re.compile(rb"^[ \t]*from[ \t]+(?!torch\b|typing\b|__fu
 _CLASS_WITH_BASE = re.compile(rb"^[ \t]*class[ \t]+\w+[ \t]*\((?![ \t]*(?:torch\.)?(?:nn\.)?Module[ \t]*\))\s*[\w(]", re.M)
 
 
-def may_have_findings_text(source, codes: Iterable[str]) -> bool:
-    """False when the text alone shows that no rule among `codes` can find anything: no `def forward`,
-    or neither an RNN class name nor `getattr` (DPR001, DPR004) nor `pad_packed_sequence` (DPR002) nor
-    `pack_padded_sequence` (DPR003)."""
+def may_have_findings_text(source, needs: ScreenNeeds) -> bool:
+    """False when the text alone shows that nothing the rules need can be in the file: no `def forward`,
+    or none of the called functions' names, and (for RNN_CLASS) neither an RNN class name nor `getattr`."""
     data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
     if b"forward" not in data or _FORWARD_DEF.search(data) is None:
         return False
-    codes = set(codes)
-    return (("DPR002" in codes and PAD_PACKED.encode() in data)
-            or ("DPR003" in codes and PACK_PADDED.encode() in data)
-            or (bool(codes & RNN_CODES) and _RNN_WORD.search(data) is not None))
+    return (any(seed.function.encode() in data for seed in needs.calls)
+            or (needs.rnn_class and _RNN_WORD.search(data) is not None))
 
 
-def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
-    """False only when no rule among `codes` can find anything in the file."""
-    codes = set(codes)
+def may_have_findings(tree: ast.Module, needs: ScreenNeeds) -> bool:
+    """False only when nothing the rules need can be in the file."""
     nodes = walk(tree)  # walked once: every check below reads this list
     if not any(isinstance(node, _FUNCTIONS) and node.name == "forward" for node in nodes):
         return False
@@ -61,24 +81,24 @@ def may_have_findings(tree: ast.Module, codes: Iterable[str]) -> bool:
     # Every name a binding below can mention is among these: where none of a rule's seeds is, no name
     # can lead to one, and the closures need not be built at all.
     used = _identifiers_in(nodes, torch_nn) | _imported_names(nodes)
-    want_pad = "DPR002" in codes and _meets(used, {PAD_PACKED})
-    want_pack = "DPR003" in codes and _meets(used, {PACK_PADDED})
+    wanted_calls = [seed for seed in sorted(needs.calls, key=lambda seed: seed.function) if _meets(used, {seed.function})]
     seeds: Set[str] = set()
-    if codes & RNN_CODES:
+    if needs.rnn_class:
         # `nn.LSTM` is torch's whatever the file calls LSTM; a bare `LSTM` is only when the file does not
         # define a class of that name itself.
         seeds = (set(RNN_NAMES) - _own_rnn_named_definitions(tree, nodes)) | {f".{name}" for name in RNN_NAMES} | {_GETATTR}
         if not _meets(used, seeds):
             seeds = set()
-    if not (want_pad or want_pack or seeds):
+    if not (wanted_calls or seeds):
         return False
     calls = [node for node in nodes if isinstance(node, ast.Call)]
-    # What each name the file binds mentions, read once for the three closures below.
+    # What each name the file binds mentions, read once for the closures below.
     mentions = _mentions(_bindings(tree), torch_nn)
-    if want_pad and _has_pad_call_without_total_length(calls, _grown({PAD_PACKED}, mentions)):
-        return True
-    if want_pack and _has_call(calls, _grown({PACK_PADDED}, mentions)):
-        return True
+    for seed in wanted_calls:
+        names = _grown({seed.function}, mentions)
+        if any(callee_name(call.func) in names and (seed.missing is None or not _passes(call, *seed.missing))
+               for call in calls):
+            return True
     if seeds:
         rnn_names = _grown(seeds, mentions)
         return any(isinstance(node, ast.ClassDef) and _class_may_hold_rnn(node, rnn_names, torch_nn) for node in nodes)
@@ -296,14 +316,6 @@ def _mentions_any(node: ast.AST, names: Set[str]) -> bool:
                for child in walk(node))
 
 
-def _has_pad_call_without_total_length(calls: List[ast.Call], pad_names: Set[str]) -> bool:
-    return any(callee_name(call.func) in pad_names and not _passes_total_length(call) for call in calls)
-
-
-def _has_call(calls: List[ast.Call], names: Set[str]) -> bool:
-    return any(callee_name(call.func) in names for call in calls)
-
-
 def callee_name(func: ast.AST) -> str:
     """`f` for `f(...)` and `obj.f(...)`; "" for anything else called."""
     if isinstance(func, ast.Name):
@@ -313,13 +325,14 @@ def callee_name(func: ast.AST) -> str:
     return ""
 
 
-def _passes_total_length(call: ast.Call) -> bool:
-    """As DPR002 judges it: `*args`/`**kwargs` may carry it; `None` is the default spelled out."""
+def _passes(call: ast.Call, keyword: str, position: int) -> bool:
+    """Whether the call may pass the argument: `*args`/`**kwargs` may carry it; `None` (the usual
+    default) spelled out does not count."""
     if any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords):
         return True
-    if len(call.args) >= 4:
-        return not _is_none(call.args[3])
-    return any(keyword.arg == "total_length" and not _is_none(keyword.value) for keyword in call.keywords)
+    if len(call.args) > position:
+        return not _is_none(call.args[position])
+    return any(each.arg == keyword and not _is_none(each.value) for each in call.keywords)
 
 
 def _is_none(node: ast.AST) -> bool:

@@ -1,23 +1,104 @@
-"""Every rule, in code order. A new rule is a new module here plus its name in RULE_MODULES.
+"""Every rule, in code order, with what each needs from the cheap stages and the project index.
 
-The rules (and libcst, which they import) are loaded on first use of ALL_RULES or RULES_BY_CODE: a run
-whose files never reach the analysis, and option checking, need only RULE_CODES.
+A new rule is a new module here plus its entry in REGISTRY: the screen, the engine, the CLI and the tests
+loop over this data and name no code. What a rule needs is declared in its entry rather than in its module
+because every run reads it before libcst is loaded, and the rule modules import libcst: the rules (and
+libcst) are loaded on first use of ALL_RULES or RULES_BY_CODE, so a run whose files never reach the
+analysis, and option checking, need only this file.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
-from typing import Any, Dict, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Tuple, Union
 
-RULE_MODULES = (
-    "dpr001_flatten_parameters",
-    "dpr002_pad_packed_total_length",
-    "dpr003_pack_lengths_on_gpu",
-    "dpr004_hidden_state_crosses_data_parallel",
+from ..analysis.screen import RNN_CLASS, CallSeed, ScreenNeeds
+
+# Parts of the project index a rule may need. Every rule asks which classes are modules (their bases may
+# live in other files); DPR004-like rules also need the classes DataParallel wraps directly.
+MODULE_CLASSES = "module classes"
+WRAP_TARGETS = "wrap targets"
+FIX_SAFETIES = ("safe", "unsafe", "safe or unsafe", "none")  # "safe or unsafe": decided per finding
+
+
+@dataclass(frozen=True)
+class RuleNeeds:
+    # What the rule's findings start from, as the cheap screen looks for it: screen.RNN_CLASS (a class
+    # holding a torch RNN) or a CallSeed (a call of a torch function, perhaps missing an argument).
+    starts_from: Tuple[Union[str, CallSeed], ...]
+    index: Tuple[str, ...] = (MODULE_CLASSES,)
+    fix: str = "none"  # one of FIX_SAFETIES; the rule's page says why
+
+
+@dataclass(frozen=True)
+class RuleEntry:
+    module: str  # a module of this package (relative name) or any importable module (absolute name)
+    needs: RuleNeeds
+
+
+REGISTRY: Tuple[RuleEntry, ...] = (
+    RuleEntry("dpr001_flatten_parameters", RuleNeeds((RNN_CLASS,), fix="safe")),
+    RuleEntry("dpr002_pad_packed_total_length",
+              RuleNeeds((CallSeed("pad_packed_sequence", missing=("total_length", 3)),), fix="unsafe")),
+    RuleEntry("dpr003_pack_lengths_on_gpu", RuleNeeds((CallSeed("pack_padded_sequence"),), fix="safe or unsafe")),
+    RuleEntry("dpr004_hidden_state_crosses_data_parallel", RuleNeeds((RNN_CLASS,), (MODULE_CLASSES, WRAP_TARGETS))),
 )
-# Each module is named after its rule's code (a test checks that the classes agree).
-RULE_CODES: Tuple[str, ...] = tuple(name.split("_", 1)[0].upper() for name in RULE_MODULES)
+
+
+def _code_of(module: str) -> str:
+    # Each module is named after its rule's code (a test checks that the classes agree).
+    return module.rsplit(".", 1)[-1].split("_", 1)[0].upper()
+
+
+RULE_MODULES: Tuple[str, ...] = tuple(entry.module for entry in REGISTRY)
+RULE_CODES: Tuple[str, ...] = tuple(_code_of(entry.module) for entry in REGISTRY)
+NEEDS_BY_CODE: Dict[str, RuleNeeds] = {_code_of(entry.module): entry.needs for entry in REGISTRY}
+
+
+def register(entry: RuleEntry) -> None:
+    """Add a rule from another package (`entry.module` an absolute module name), before any run reads
+    the registry: the test of a new rule's journey through every stage uses it."""
+    global REGISTRY, RULE_MODULES, RULE_CODES
+    REGISTRY += (entry,)
+    RULE_MODULES += (entry.module,)
+    RULE_CODES += (_code_of(entry.module),)
+    NEEDS_BY_CODE[_code_of(entry.module)] = entry.needs
+    for name in _LAZY[:2]:
+        globals().pop(name, None)
+    _screen_needs.cache_clear()
+    candidate_words.cache_clear()
+
+
+@functools.lru_cache(maxsize=64)
+def _screen_needs(codes: Tuple[str, ...]) -> ScreenNeeds:
+    seeds = [seed for code in codes if code in NEEDS_BY_CODE for seed in NEEDS_BY_CODE[code].starts_from]
+    return ScreenNeeds(calls=frozenset(seed for seed in seeds if isinstance(seed, CallSeed)), rnn_class=RNN_CLASS in seeds)
+
+
+def screen_needs(codes: Iterable[str]) -> ScreenNeeds:
+    """What the screen must look for on behalf of these codes."""
+    return _screen_needs(tuple(codes))
+
+
+@functools.lru_cache(maxsize=1)
+def candidate_words() -> Tuple[bytes, ...]:
+    """Lower-case words without one of which no rule can find anything in a file: it is never parsed."""
+    return ScreenNeeds(calls=frozenset(seed for entry in REGISTRY for seed in entry.needs.starts_from
+                                       if isinstance(seed, CallSeed)),
+                       rnn_class=any(RNN_CLASS in entry.needs.starts_from for entry in REGISTRY)).words()
+
+
+def needing_index_part(codes: Iterable[str], part: str) -> Tuple[str, ...]:
+    """The codes among these whose rules need that part of the project index."""
+    return tuple(code for code in codes if code in NEEDS_BY_CODE and part in NEEDS_BY_CODE[code].index)
+
+
+def needs_index(codes: Iterable[str]) -> bool:
+    return any(code in NEEDS_BY_CODE and NEEDS_BY_CODE[code].index for code in codes)
+
 
 _LAZY = ("ALL_RULES", "RULES_BY_CODE", "Rule", "Example")
 
@@ -27,7 +108,7 @@ def _load() -> None:
 
     rules = []
     for name in RULE_MODULES:
-        module = importlib.import_module(f"{__name__}.{name}")
+        module = importlib.import_module(name if "." in name else f"{__name__}.{name}")
         [rule_class] = [value for value in vars(module).values()
                         if inspect.isclass(value) and issubclass(value, Rule) and value.__module__ == module.__name__]
         rules.append(rule_class())
@@ -42,4 +123,6 @@ def __getattr__(name: str) -> Any:  # PEP 562
 
 
 RULES_BY_CODE: Dict[str, Any]
-__all__ = ["ALL_RULES", "RULES_BY_CODE", "RULE_CODES", "RULE_MODULES", "Example", "Rule"]
+__all__ = ["ALL_RULES", "FIX_SAFETIES", "MODULE_CLASSES", "NEEDS_BY_CODE", "REGISTRY", "RULES_BY_CODE", "RULE_CODES",
+           "RULE_MODULES", "WRAP_TARGETS", "Example", "Rule", "RuleEntry", "RuleNeeds", "candidate_words",
+           "needing_index_part", "needs_index", "register", "screen_needs"]
