@@ -70,7 +70,7 @@ CANDIDATES_PER_FOLDER = 100
 REAL_MODEL_FILES = (2500, 60)
 ONE_FILE_RUNS = (10, 1)
 MIRRORS_ENV = "DP_RNN_LINT_MIRRORS"
-# What makes a folder a project root for dp-rnn-lint (dp_rnn_lint.analysis.project.PROJECT_MARKERS).
+# What makes a folder a project root for dp-rnn-lint (dp_rnn_lint.files.PROJECT_MARKERS).
 PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 
 TOOL_KEYS = ("flake8-dpr", "flake8", "ruff", "torchfix")

@@ -14,7 +14,7 @@ from typing import Optional, Union
 from . import __version__
 from .analysis.project import FileContext
 from .engine import FileResult, Selection
-from .files import prepare_cache_folder, replace_atomically
+from .files import prepare_cache_folder, project_root, replace_atomically
 from .findings import Finding, Fix
 
 CACHE_DIR_ENV = "DP_RNN_LINT_CACHE_DIR"
@@ -31,8 +31,6 @@ def default_cache_dir(near: Optional[str] = None) -> Path:
     whatever folder the command runs from. Outside any project: in the current folder."""
     if os.environ.get(CACHE_DIR_ENV):
         return Path(os.environ[CACHE_DIR_ENV])
-    from .analysis.project import project_root
-
     start = near or "."
     root = project_root(os.path.join(start, "_") if os.path.isdir(start) else start)
     return root / DEFAULT_CACHE_DIR if root is not None else Path(DEFAULT_CACHE_DIR)

@@ -22,8 +22,8 @@ from .cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, ResultCache, default_cache_
 from .engine import FileResult, Selection, check_source, lint_source, source_encoding
 from .runner import Options, Task, default_jobs, lint_files
 from .engine import decode as decode_source
-from .files import FileProblem, discover, excluded_path, read_source, write_atomically
-from .analysis.project import FileContext, build_index, index_cache_file, project_root
+from .files import FileProblem, discover, excluded_path, project_root, read_source, write_atomically
+from .analysis.project import FileContext, build_index, index_cache_file
 from .reporters import FORMATS, FORMATS_WITH_EDITS, printable, reporter
 from .reporters.text import located_problem, report_text
 from . import docs, notebooks, rules

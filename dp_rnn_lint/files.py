@@ -285,6 +285,24 @@ def prepare_cache_folder(versioned: Path) -> bool:
     return True
 
 
+# Files that mark a project's root, as the CLI and the flake8 plugin look for it from a linted file upward.
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+
+
+def project_root(path: str) -> Optional[Path]:
+    """The nearest folder upward from `path` holding pyproject.toml, setup.cfg, setup.py or .git."""
+    return _folder_project_root(os.path.dirname(os.path.abspath(path)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _folder_project_root(folder: str) -> Optional[Path]:
+    """Asked once per folder and process: a run over a tree asks for every file."""
+    for candidate in (Path(folder), *Path(folder).parents):
+        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+            return candidate
+    return None
+
+
 def module_name_for(path: str) -> Tuple[Optional[str], bool]:
     """The dotted module name a file is imported as (walking up through packages), and whether
     it is a package's __init__; used to resolve relative imports."""

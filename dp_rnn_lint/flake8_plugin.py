@@ -10,14 +10,35 @@ from __future__ import annotations
 
 import ast
 import sys
-from typing import Iterator, List, Tuple
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import __version__
-from .analysis.project import context_in_project
+from .analysis.project import FileContext, ProjectIndex, build_index, index_cache_file
 from .cache import default_cache_dir
 from .engine import check_source
-from .files import FileProblem
+from .files import DEFAULT_EXCLUDES, FileProblem, discover, project_root
 from .noqa import without_file_suppressed
+
+# One index per project root (and exclusions) and process: flake8 calls the plugin once per file.
+_PROJECT_INDEXES: Dict[Tuple[str, Tuple[str, ...]], ProjectIndex] = {}
+
+
+def context_in_project(path: str, scope: str, cache_dir: Optional[Path], exclude: Sequence[str] = ()) -> FileContext:
+    """What the index of `path`'s whole project says about it (built once per process and root).
+    `exclude`: patterns of files the project's walk skips, besides the usual folders and git's ignores."""
+    root = project_root(path)
+    if root is None:
+        return build_index([path]).context_for(path, scope)
+    key = (str(root), tuple(exclude))
+    if key not in _PROJECT_INDEXES:
+        walk = discover([str(root)], exclude=DEFAULT_EXCLUDES + tuple(exclude), respect_gitignore=True)
+        files = [found for found, problem in walk if problem is None]
+        index = _PROJECT_INDEXES[key] = build_index(files, cache_file=index_cache_file(cache_dir, str(root)))
+        import atexit
+
+        atexit.register(index.save)  # what the files' contexts summarised since, once flake8 is done
+    return _PROJECT_INDEXES[key].context_for(path, scope)
 
 
 class DataParallelRnnChecker:

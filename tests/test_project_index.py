@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dp_rnn_lint.analysis.project import (IndexBuilder, build_index, context_in_project, imports_in_text,
+from dp_rnn_lint.flake8_plugin import context_in_project
+from dp_rnn_lint.analysis.project import (IndexBuilder, build_index, imports_in_text,
                                           needs_summary_at_build)
 
 from .conftest import FIXTURES

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import os
-from functools import lru_cache
 import re
 import sys
 from dataclasses import dataclass, field
@@ -1120,42 +1119,3 @@ def build_index(paths: Iterable[str], sources: Optional[Mapping[str, bytes]] = N
     index = builder.build(jobs, pool)
     builder.save_cache()
     return index
-
-
-# Files that mark a project's root, as the CLI and flake8's plugin look for it from a linted file upward.
-PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
-# One index per project root (and exclusions) and process: flake8 calls the plugin once per file.
-_PROJECT_INDEXES: Dict[Tuple[str, Tuple[str, ...]], ProjectIndex] = {}
-
-
-def project_root(path: str) -> Optional[Path]:
-    """The nearest folder upward from `path` holding pyproject.toml, setup.cfg, setup.py or .git."""
-    return _folder_project_root(os.path.dirname(os.path.abspath(path)))
-
-
-@lru_cache(maxsize=4096)
-def _folder_project_root(folder: str) -> Optional[Path]:
-    """Asked once per folder and process: a run over a tree asks for every file."""
-    for candidate in (Path(folder), *Path(folder).parents):
-        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
-            return candidate
-    return None
-
-
-def context_in_project(path: str, scope: str, cache_dir: Optional[Path], exclude: Sequence[str] = ()) -> FileContext:
-    """What the index of `path`'s whole project says about it (built once per process and root).
-    `exclude`: patterns of files the project's walk skips, besides the usual folders and git's ignores."""
-    root = project_root(path)
-    if root is None:
-        return build_index([path]).context_for(path, scope)
-    key = str(root)
-    if (key, tuple(exclude)) not in _PROJECT_INDEXES:
-        from ..files import DEFAULT_EXCLUDES, discover
-
-        walk = discover([key], exclude=DEFAULT_EXCLUDES + tuple(exclude), respect_gitignore=True)
-        files = [found for found, problem in walk if problem is None]
-        index = _PROJECT_INDEXES[key, tuple(exclude)] = build_index(files, cache_file=index_cache_file(cache_dir, key))
-        import atexit
-
-        atexit.register(index.save)  # what the files' contexts summarised since, once flake8 is done
-    return _PROJECT_INDEXES[key, tuple(exclude)].context_for(path, scope)
