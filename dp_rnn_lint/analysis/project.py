@@ -100,10 +100,37 @@ def imports_in_text(data: bytes) -> List[list]:
     return found
 
 
-def _new_entry(data: bytes, size: int, mtime_ns: int) -> list:
-    """[size, mtime_ns, summarised at build, summary, _text_flags(), imports_in_text()]; the summary and
-    the imports are None until asked for (most files are never asked)."""
-    return [size, mtime_ns, needs_summary_at_build(data), None, _text_flags(data), None]
+@dataclass
+class FileEntry:
+    """What the index knows of one file, kept in its cache between runs (as a list, see stored())."""
+
+    size: int
+    mtime_ns: int
+    summarised_at_build: bool  # it mentions a wrap or hands RNNs to a class: summarised when the index is built
+    summary: Optional[dict]  # None until asked for (most files are never asked)
+    flags: int  # _text_flags()
+    imports: Optional[list] = None  # imports_in_text(), None until asked for
+
+    @classmethod
+    def of(cls, data: bytes, size: int, mtime_ns: int) -> "FileEntry":
+        return cls(size, mtime_ns, needs_summary_at_build(data), None, _text_flags(data))
+
+    @property
+    def version(self) -> Tuple[int, int]:
+        """(size, mtime_ns): what tells a file changed since this entry was made."""
+        return self.size, self.mtime_ns
+
+    def stored(self) -> list:
+        return [self.size, self.mtime_ns, self.summarised_at_build, self.summary, self.flags, self.imports]
+
+    @classmethod
+    def from_stored(cls, stored: object) -> Optional["FileEntry"]:
+        """The entry a cache file holds, or None when it is not one this version wrote."""
+        if not (isinstance(stored, list) and len(stored) == 6 and isinstance(stored[0], int) and isinstance(stored[1], int)
+                and _usable_summary(stored[3]) and isinstance(stored[4], int)
+                and (stored[5] is None or _usable_imports(stored[5]))):
+            return None
+        return cls(stored[0], stored[1], bool(stored[2]), stored[3], stored[4], stored[5])
 
 
 def _text_flags(data: bytes) -> int:
@@ -477,14 +504,15 @@ def summarize(source: bytes, path: str, tree: Optional[ast.Module] = None) -> Op
         return None
 
 
-def entry_from_first_look(path: str, data: bytes, size: int, mtime_ns: int, tree: Optional[ast.Module]) -> Optional[list]:
+def entry_from_first_look(path: str, data: bytes, size: int, mtime_ns: int,
+                          tree: Optional[ast.Module]) -> Optional[FileEntry]:
     """The index's entry for a file a worker's first look has parsed (`size` and `mtime_ns` taken before
     it read `data`), with its summary when the file's context will ask for it: the parse is then made
     once, in the worker, instead of again in the process that asks. None when no context needs it."""
-    entry = _new_entry(data, size, mtime_ns)
-    if not entry[4] or tree is None or entry[2]:
+    entry = FileEntry.of(data, size, mtime_ns)
+    if not entry.flags or tree is None or entry.summarised_at_build:
         return None  # a file that wraps or hands RNNs is summarised when the index is built, in any case
-    entry[3] = summarize(data, _path_key(path), tree) or _EMPTY_SUMMARY
+    entry.summary = summarize(data, _path_key(path), tree) or _EMPTY_SUMMARY
     return entry
 
 
@@ -543,7 +571,7 @@ class ProjectIndex:
         if self._builder is None:
             return False
         key = _path_key(path)
-        return key in self._builder.paths and bool(self._builder._entry(key, need_summary=False)[4])
+        return key in self._builder.paths and bool(self._builder._entry(key, need_summary=False).flags)
 
     def may_run_rnn_elsewhere(self, path: str) -> bool:
         """Whether a class of the file may run an RNN built in another file (IndexBuilder.may_run_rnn_elsewhere):
@@ -644,8 +672,8 @@ class IndexBuilder:
         self.paths = {_path_key(path): path for path in paths}
         self.sources = {_path_key(path): data for path, data in (sources or {}).items()}
         self.cache_file = cache_file
-        self._cached: Dict[str, list] = self._load_cache()
-        self._entries: Dict[str, list] = {}  # path key -> _new_entry()
+        self._cached: Dict[str, list] = self._load_cache()  # path key -> FileEntry.stored(), as last saved
+        self._entries: Dict[str, FileEntry] = {}
         self._modules: Dict[str, List[str]] = {}
         self._by_suffix: Dict[Tuple[str, ...], List[str]] = {}
         self._top_names: Set[str] = set()
@@ -690,53 +718,52 @@ class IndexBuilder:
         if not prepare_cache_folder(self.cache_file.parent):
             return
         try:
-            stored = json.dumps({"format": _SUMMARY_FORMAT, "files": self._entries}).encode("utf-8")
+            files = {key: entry.stored() for key, entry in self._entries.items()}
+            stored = json.dumps({"format": _SUMMARY_FORMAT, "files": files}).encode("utf-8")
             replace_atomically(str(self.cache_file), stored, prefix=".index-")
         except OSError:
             pass  # an unwritable cache makes the next run slower, not wrong
 
-    def _entry(self, key: str, need_summary: bool, defer: bool = False) -> list:
-        """The file's _new_entry(); the summary is made now when it is needed or
-        the file mentions a wrap, unless `defer` (build() then makes those in a pool)."""
+    def _entry(self, key: str, need_summary: bool, defer: bool = False) -> FileEntry:
+        """The file's entry; the summary is made now when it is needed or the file mentions a wrap,
+        unless `defer` (build() then makes those in a pool)."""
         entry = self._entries.get(key)
-        if entry is not None and (entry[3] is not None or not need_summary):
+        if entry is not None and (entry.summary is not None or not need_summary):
             return entry
         if key in self.sources:
             data = self.sources[key]
-            entry = _new_entry(data, len(data), 0)
-            if need_summary or entry[2]:  # standard input: never deferred, it is not on disk
-                entry[3] = self._summarize(data, key)
+            entry = FileEntry.of(data, len(data), 0)
+            if need_summary or entry.summarised_at_build:  # standard input: never deferred, it is not on disk
+                entry.summary = self._summarize(data, key)
             self._entries[key] = entry
             return entry
         try:
             stat = os.stat(key)
         except OSError:
-            entry = _new_entry(b"", 0, 0)
+            entry = FileEntry.of(b"", 0, 0)
             self._entries[key] = entry
             return entry
-        cached = self._cached.get(key)
-        if (isinstance(cached, list) and len(cached) == 6 and cached[0] == stat.st_size
-                and cached[1] == stat.st_mtime_ns and _usable_summary(cached[3]) and isinstance(cached[4], int)
-                and (cached[5] is None or _usable_imports(cached[5]))
-                and (cached[3] is not None or not (need_summary or cached[2]))):
+        cached = FileEntry.from_stored(self._cached.get(key))
+        if (cached is not None and cached.size == stat.st_size and cached.mtime_ns == stat.st_mtime_ns
+                and (cached.summary is not None or not (need_summary or cached.summarised_at_build))):
             self._entries[key] = cached
             return cached
         self._unsaved = True
         data = self._read(key)
-        entry = _new_entry(data, stat.st_size, stat.st_mtime_ns)
-        if need_summary or (entry[2] and not defer):
-            entry[3] = self._summarize(data, key)
+        entry = FileEntry.of(data, stat.st_size, stat.st_mtime_ns)
+        if need_summary or (entry.summarised_at_build and not defer):
+            entry.summary = self._summarize(data, key)
         self._entries[key] = entry
         return entry
 
     def _read(self, key: str) -> bytes:
         return self.sources[key] if key in self.sources else _file_bytes(key) or b""
 
-    def adopt(self, key: str, entry: list) -> None:
+    def adopt(self, key: str, entry: FileEntry) -> None:
         current = self._entries.get(key)
         if key not in self.paths or key in self.sources:
             return
-        if current is not None and (current[3] is not None or current[:2] != entry[:2]):
+        if current is not None and (current.summary is not None or current.version != entry.version):
             return
         self._entries[key] = entry
         self._unsaved = True
@@ -763,7 +790,7 @@ class IndexBuilder:
             return list(own.map(_summarize_file, keys, chunksize=chunk))
 
     def summary(self, key: str) -> dict:
-        return self._entry(key, need_summary=True)[3]
+        return self._entry(key, need_summary=True).summary
 
     # -- what a file's imports reach, from its text alone ------------------------------------------------
     def may_run_rnn_elsewhere(self, key: str) -> bool:
@@ -781,11 +808,11 @@ class IndexBuilder:
             return self._imports_resolved[key]
         module, is_package = self._module_of.get(key) or module_name_for(key)
         entry = self._entry(key, need_summary=False)
-        if entry[5] is None:
-            entry[5] = imports_in_text(self._read(key))
+        if entry.imports is None:
+            entry.imports = imports_in_text(self._read(key))
             self._unsaved = True
         files = set()
-        for dots, name, names in entry[5]:
+        for dots, name, names in entry.imports:
             target = resolve_relative_import(module, is_package, dots, name or None) if dots else name
             if not target:
                 continue
@@ -825,7 +852,7 @@ class IndexBuilder:
     def _mentions_rnn(self, file: str) -> bool:
         """Whether a file of the project can build an RNN at all (its text names one): a base or factory
         there matters only then."""
-        return bool(self._entry(file, need_summary=False)[4] & _MENTIONS_RNN)
+        return bool(self._entry(file, need_summary=False).flags & _MENTIONS_RNN)
 
     def _may_define_rnn_code(self, qualified: str) -> bool:
         """Whether the module an imported name comes from mentions an RNN, or is a package (which may
@@ -971,7 +998,7 @@ class IndexBuilder:
         files mentions an RNN). A file is given as (path, qualified name, size, mtime_ns), so that a
         change to it changes the context."""
         key = _path_key(path)
-        if key not in self.paths or not self._entry(key, need_summary=False)[4]:
+        if key not in self.paths or not self._entry(key, need_summary=False).flags:
             return {}
         modules, plain, inherited = [], [], []
         rnn_elsewhere = False
@@ -982,7 +1009,7 @@ class IndexBuilder:
                 modules.append(name)
             elif status == PLAIN:
                 plain.append(name)
-            elsewhere = [(self.paths[file], base, *self._entries[file][:2])
+            elsewhere = [(self.paths[file], base, *self._entries[file].version)
                          for file, base in self._bases_of((key, name)) if file != key]
             if elsewhere:
                 inherited.append((name, tuple(elsewhere)))
@@ -1012,7 +1039,7 @@ class IndexBuilder:
                 continue  # known not to be a module (a tensor subclass, a config): it cannot be an RNN
             if kind == "function" and not any(name == local or name.startswith(local + ".") for name in called):
                 continue
-            imported.append((local, kind, self.paths[found[0]], found[1], *self._entries[found[0]][:2]))
+            imported.append((local, kind, self.paths[found[0]], found[1], *self._entries[found[0]].version))
         injected = [(name, *entry) for (file, name), entries in self._handed.items() if file == key for entry in entries]
         rnn_elsewhere = rnn_elsewhere or bool(imported) or bool(injected)
         return {"modules": tuple(sorted(modules)), "plain": tuple(sorted(plain)), "inherited": tuple(sorted(inherited)),
@@ -1054,15 +1081,15 @@ class IndexBuilder:
         index = ProjectIndex()
         keys = sorted(self.paths, key=lambda k: self.paths[k])
         entries = [(key, self._entry(key, need_summary=False, defer=True)) for key in keys]
-        pending = [(key, entry) for key, entry in entries if entry[2] and entry[3] is None]
+        pending = [(key, entry) for key, entry in entries if entry.summarised_at_build and entry.summary is None]
         for (_, entry), summary in zip(pending, self._summaries([key for key, _ in pending], jobs, pool)):
-            entry[3] = summary
+            entry.summary = summary
         for key, entry in entries:
-            if not entry[2] or entry[3] is None:
+            if not entry.summarised_at_build or entry.summary is None:
                 continue
-            for hand in entry[3]["hands"]:
+            for hand in entry.summary["hands"]:
                 self._hand_in(key, hand)
-            for wrap in entry[3]["wraps"]:
+            for wrap in entry.summary["wraps"]:
                 site = WrapSite(shown_path(self.paths[key]), wrap["line"], wrap["col"], wrap["text"])
                 index.sites.append(site)
                 targets: List[ClassKey] = []
