@@ -337,7 +337,10 @@ def _compare(module: nn.Module, reference: Any, report: HarnessReport) -> None:
     if difference:
         expected = _at(reference, difference)
         got = _at(report.output, difference)
-        if isinstance(expected, torch.Tensor) and expected.dim() == 0:
+        if _inside_packed_sequence(reference, difference):
+            why = ("a PackedSequence is gathered field by field: the replicas' data and batch_sizes are concatenated "
+                   "along dim 0, which describes no batch")
+        elif isinstance(expected, torch.Tensor) and expected.dim() == 0:
             why = "a scalar output is gathered into a vector with one value per replica"
         elif isinstance(expected, torch.Tensor) and isinstance(got, torch.Tensor) and got.shape == expected.shape:
             why = ("same shape, other values: something computed on each replica depends on how the batch was "
@@ -346,6 +349,14 @@ def _compare(module: nn.Module, reference: Any, report: HarnessReport) -> None:
             why = ("an output whose batch dimension is not dim 0, such as an RNN's hidden state, is gathered "
                    "along the wrong dimension")
         report.problems.append(f"{difference} under DataParallel differs from the single-device output ({why})")
+
+
+def _inside_packed_sequence(value: Any, path: str) -> bool:
+    """Whether the part of an output that `path` names is, or lies in, a PackedSequence."""
+    from torch.nn.utils.rnn import PackedSequence
+
+    keys = re.findall(r"\[[^\]]+\]", path)
+    return any(isinstance(_at(value, "output" + "".join(keys[:length])), PackedSequence) for length in range(len(keys) + 1))
 
 
 def _at(value: Any, path: str) -> Any:

@@ -45,6 +45,9 @@ REGISTRY: Tuple[RuleEntry, ...] = (
               RuleNeeds((CallSeed("pad_packed_sequence", missing=("total_length", 3)),), fix="unsafe")),
     RuleEntry("dpr003_pack_lengths_on_gpu", RuleNeeds((CallSeed("pack_padded_sequence"),), fix="safe or unsafe")),
     RuleEntry("dpr004_hidden_state_crosses_data_parallel", RuleNeeds((RNN_CLASS,), (MODULE_CLASSES, WRAP_TARGETS))),
+    RuleEntry("dpr008_packed_sequence_crosses_data_parallel",
+              RuleNeeds((RNN_CLASS, CallSeed("pad_packed_sequence"), CallSeed("pack_padded_sequence"),
+                         CallSeed("pack_sequence")), (MODULE_CLASSES, WRAP_TARGETS))),
 )
 
 
