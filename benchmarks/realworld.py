@@ -4,14 +4,14 @@
 The corpus is a list of labels (benchmarks/realworld/manifest.json): for a public repository at a fixed
 commit, a location (file and line), a rule, whether that rule should flag it there, and why, in our own
 words. The repositories' code is never kept in this project: the script materialises their Python
-files from local git mirrors (as the search tool's `fetch` brings them, one folder per repository named
+files and notebooks from local git mirrors (as the search tool's `fetch` brings them, one folder per repository named
 `owner+name` holding a bare `repo`), lints each whole tree the way a user would (`dp-rnn-lint .` from its
 root), and compares the findings with the labels.
 
     python benchmarks/realworld.py MIRRORS_DIR            # writes benchmarks/REALWORLD.md
     python benchmarks/realworld.py MIRRORS_DIR --no-write # prints the figures only
 
-A finding matches a label when its path, line and code are the label's. Per rule it reports precision
+A finding matches a label when its path, line and code (and a notebook's cell) are the label's. Per rule it reports precision
 (labelled findings that are right), recall (flagged labels that are found), how many findings offer a
 fix (and why the others do not), every miss and false positive, and every finding at a location no label
 covers (the corpus must be extended until there are none: a finding nobody judged is not evidence either
@@ -39,7 +39,7 @@ RESULTS = REPO / "benchmarks" / "REALWORLD.md"
 WORK = REPO / "benchmarks" / ".corpora" / "realworld"
 SCORED_RULES = ("DPR001", "DPR002", "DPR003")
 # Files a project's linting reads: Python sources and the files that mark its root.
-_MATERIALISED = (".py", "pyproject.toml", "setup.cfg", "setup.py")
+_MATERIALISED = (".py", ".ipynb", "pyproject.toml", "setup.cfg", "setup.py")
 _ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 
 
@@ -57,7 +57,7 @@ def load_manifest(path: Path) -> dict:
             raise SystemExit(f"error: {path}: a label lacks {', '.join(sorted(missing))}: {label}")
         if label["expected"] not in ("flagged", "clean"):
             raise SystemExit(f"error: {path}: expected must be flagged or clean: {label}")
-        key = (label["repo"], label["path"], label["line"], label["rule"])
+        key = label_key(label)
         if key in seen:
             raise SystemExit(f"error: {path}: two labels for {key}")
         seen.add(key)
@@ -125,7 +125,35 @@ def lint(tree: Path) -> Tuple[List[dict], float]:
 
 
 def _python_files(tree: Path) -> Dict[str, bytes]:
-    return {path.relative_to(tree).as_posix(): path.read_bytes() for path in sorted(tree.rglob("*.py"))}
+    """The tree's Python files and notebooks, by path."""
+    return {path.relative_to(tree).as_posix(): path.read_bytes()
+            for path in sorted([*tree.rglob("*.py"), *tree.rglob("*.ipynb")])}
+
+
+def _compiles(path: str, data: bytes) -> bool:
+    """A Python file compiles; a notebook is valid JSON whose code cells compile (IPython lines masked)."""
+    try:
+        if path.endswith(".ipynb"):
+            sys.path.insert(0, str(REPO))
+            from dp_rnn_lint.notebooks import NotebookProblem, view_of
+            try:
+                data = view_of(data)
+            except NotebookProblem:
+                return False
+        compile(data, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def label_key(label: dict) -> tuple:
+    """Where a label (or a finding) is: a notebook's locations name the cell its line counts in."""
+    return label["repo"], label["path"], label.get("cell"), label["line"], label.get("rule") or label["code"]
+
+
+def location(item: dict) -> str:
+    cell = f"cell {item['cell']}:" if item.get("cell") is not None else ""
+    return f"{item['path']}:{cell}{item['line']}"
 
 
 def check_fixes(tree: Path) -> dict:
@@ -141,12 +169,7 @@ def check_fixes(tree: Path) -> dict:
     subprocess.run(argv, cwd=copy, capture_output=True, env=env, check=True)
     after = _python_files(copy)
     changed = sorted(path for path, data in after.items() if data != before.get(path))
-    not_compiling = []
-    for path in changed:
-        try:
-            compile(after[path], path, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError):
-            not_compiling.append(path)
+    not_compiling = [path for path in changed if not _compiles(path, after[path])]
     subprocess.run(argv, cwd=copy, capture_output=True, env=env, check=True)
     again = _python_files(copy)
     changed_again = sorted(path for path, data in again.items() if data != after.get(path))
@@ -157,11 +180,11 @@ def check_fixes(tree: Path) -> dict:
 
 
 def score(manifest: dict, findings_by_repo: Dict[str, List[dict]]) -> dict:
-    labels_by_key = {(l["repo"], l["path"], l["line"], l["rule"]): l for l in manifest["labels"]}
+    labels_by_key = {label_key(label): label for label in manifest["labels"]}
     found_keys = {}
     for repo, findings in findings_by_repo.items():
         for finding in findings:
-            found_keys[(repo, finding["path"], finding["line"], finding["code"])] = finding
+            found_keys[label_key({**finding, "repo": repo})] = finding
     per_rule = {rule: {"tp": [], "fp": [], "fn": [], "tn": [], "unlabelled": [], "fixable": 0, "unfixed": []}
                 for rule in SCORED_RULES}
     for key, label in labels_by_key.items():
@@ -180,9 +203,9 @@ def score(manifest: dict, findings_by_repo: Dict[str, List[dict]]) -> dict:
             why = message.rsplit("(", 1)[-1].split(", so no fix is offered")[0] if "no fix is offered" in message else ""
             per_rule[rule]["unfixed"].append({**label, "why": why or "no fix"})
     for key, finding in found_keys.items():
-        if key[3] in per_rule and key not in labels_by_key:
-            per_rule[key[3]]["unlabelled"].append({"repo": key[0], "path": key[1], "line": key[2],
-                                                   "rule": key[3], "message": finding["message"]})
+        if key[4] in per_rule and key not in labels_by_key:
+            per_rule[key[4]]["unlabelled"].append({"repo": key[0], "path": key[1], "cell": key[2], "line": key[3],
+                                                   "rule": key[4], "message": finding["message"]})
     return per_rule
 
 
@@ -242,7 +265,7 @@ def report(manifest: dict, per_rule: dict, timings: Dict[str, float], mirrors_no
     if not unfixed:
         lines.append("None.")
     for rule, label in unfixed:
-        lines.append(f"- {rule} {label['repo']} `{label['path']}:{label['line']}`: {label['why']}")
+        lines.append(f"- {rule} {label['repo']} `{location(label)}`: {label['why']}")
     for title, key in (("Missed (flagged labels without a finding)", "fn"),
                        ("False positives (clean labels with a finding)", "fp")):
         lines += ["", f"## {title}", ""]
@@ -250,13 +273,13 @@ def report(manifest: dict, per_rule: dict, timings: Dict[str, float], mirrors_no
         if not listed:
             lines.append("None.")
         for rule, label in listed:
-            lines.append(f"- {rule} {label['repo']} `{label['path']}:{label['line']}`: {label['reason']}")
+            lines.append(f"- {rule} {label['repo']} `{location(label)}`: {label['reason']}")
     lines += ["", "## Findings at unlabelled locations", ""]
     unlabelled = [item for counts in per_rule.values() for item in counts["unlabelled"]]
     if not unlabelled:
         lines.append("None: every finding of the scored rules is at a labelled location.")
     for item in unlabelled:
-        lines.append(f"- {item['rule']} {item['repo']} `{item['path']}:{item['line']}`")
+        lines.append(f"- {item['rule']} {item['repo']} `{location(item)}`")
     return "\n".join(lines) + "\n"
 
 
