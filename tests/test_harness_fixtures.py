@@ -131,3 +131,12 @@ def test_each_dpr002_fix_shape_gathers_and_matches_one_device_on_two_and_three_r
     model, inputs, kwargs = load(buggy.with_name(f"{name}.fixed.py"))
     after = check_data_parallel(model, *inputs, replicas=replicas, **kwargs)
     assert after.replicas == replicas and after.ok, after.problems
+
+
+def test_data_parallel_wrapping_an_rnn_itself_runs_it_unflattened_on_every_replica():
+    """DPR005's trap, shown on the CPU emulation: the replicas run nn.GRU.forward, and no code of ours runs
+    first to flatten them."""
+    torch.manual_seed(0)
+    report = check_data_parallel(torch.nn.GRU(6, 10, batch_first=True), torch.randn(4, 5, 6))
+    assert any(re.match(r"RNN submodule `\(the module itself\)` \(GRU\) ran on replicas 0, 1 before flatten_parameters\(\)",
+                        problem) for problem in report.problems), report.problems

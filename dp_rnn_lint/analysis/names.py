@@ -70,6 +70,7 @@ class ScopeBuilder(Visitor):
         # Every call in the order visited, which is source order: it lets the engine place findings
         # (always calls) from Python's own tree instead of a costly position pass.
         self.calls: List[cst.Call] = []
+        self.call_scopes: Dict[cst.Call, Scope] = {}  # the scope each call is evaluated in
         self._stack: List[Scope] = []
 
     # -- scope bookkeeping -------------------------------------------------------------------------
@@ -91,6 +92,7 @@ class ScopeBuilder(Visitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.calls.append(node)
+        self.call_scopes[node] = self._stack[-1]
 
     def leave_Module(self, original_node: cst.Module) -> None:
         self._pop()
@@ -258,6 +260,7 @@ class NameResolver:
         walk(module, builder)
         self.scopes = builder.scopes
         self.calls = builder.calls
+        self.call_scopes = builder.call_scopes
         self.module_scope = builder.scopes[module]
         self.module_name = module_name
 

@@ -34,6 +34,12 @@ class CallSeed:
 
     function: str
     missing: Optional[Tuple[str, int]] = None
+    # Most findings live in a forward pass; a seed that may be anywhere (a DataParallel wrap in a training
+    # script) makes the screen look at files without a `def forward` too.
+    in_forward: bool = True
+    # Only a call whose first argument (or `module=`) may be a torch RNN: it mentions an RNN class or a
+    # name bound to one, or is an attribute of self in a file that mentions RNN classes.
+    given_rnn: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,8 @@ def may_have_findings_text(source, needs: ScreenNeeds) -> bool:
     """False when the text alone shows that nothing the rules need can be in the file: no `def forward`,
     or none of the called functions' names, and (for RNN_CLASS) neither an RNN class name nor `getattr`."""
     data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
+    if any(not seed.in_forward and seed.function.encode() in data for seed in needs.calls):
+        return True
     if b"forward" not in data or _FORWARD_DEF.search(data) is None:
         return False
     return (any(seed.function.encode() in data for seed in needs.calls)
@@ -76,31 +84,36 @@ def may_have_findings(tree: ast.Module, needs: ScreenNeeds) -> bool:
     """False only when nothing the rules need can be in the file."""
     nodes = walk(tree)  # walked once: every check below reads this list
     if not any(isinstance(node, _FUNCTIONS) and node.name == "forward" for node in nodes):
-        return False
+        anywhere = frozenset(seed for seed in needs.calls if not seed.in_forward)
+        if not anywhere:
+            return False
+        needs = ScreenNeeds(calls=anywhere)  # without a forward, only the seeds that may be anywhere
     torch_nn = _torch_nn_names(nodes)
     # Every name a binding below can mention is among these: where none of a rule's seeds is, no name
     # can lead to one, and the closures need not be built at all.
     used = _identifiers_in(nodes, torch_nn) | _imported_names(nodes)
     wanted_calls = [seed for seed in sorted(needs.calls, key=lambda seed: seed.function) if _meets(used, {seed.function})]
-    seeds: Set[str] = set()
-    if needs.rnn_class:
+    rnn_seeds: Set[str] = set()
+    if needs.rnn_class or any(seed.given_rnn for seed in wanted_calls):
         # `nn.LSTM` is torch's whatever the file calls LSTM; a bare `LSTM` is only when the file does not
         # define a class of that name itself.
-        seeds = (set(RNN_NAMES) - _own_rnn_named_definitions(tree, nodes)) | {f".{name}" for name in RNN_NAMES} | {_GETATTR}
-        if not _meets(used, seeds):
-            seeds = set()
+        rnn_seeds = (set(RNN_NAMES) - _own_rnn_named_definitions(tree, nodes)) | {f".{name}" for name in RNN_NAMES} | {_GETATTR}
+        if not _meets(used, rnn_seeds):
+            rnn_seeds = set()
+    wanted_calls = [seed for seed in wanted_calls if rnn_seeds or not seed.given_rnn]
+    seeds = rnn_seeds if needs.rnn_class else set()
     if not (wanted_calls or seeds):
         return False
     calls = [node for node in nodes if isinstance(node, ast.Call)]
     # What each name the file binds mentions, read once for the closures below.
     mentions = _mentions(_bindings(tree), torch_nn)
+    rnn_names = _grown(rnn_seeds, mentions) if rnn_seeds else set()
     for seed in wanted_calls:
         names = _grown({seed.function}, mentions)
         if any(callee_name(call.func) in names and (seed.missing is None or not _passes(call, *seed.missing))
-               for call in calls):
+               and (not seed.given_rnn or _may_be_given_rnn(call, rnn_names)) for call in calls):
             return True
     if seeds:
-        rnn_names = _grown(seeds, mentions)
         return any(isinstance(node, ast.ClassDef) and _class_may_hold_rnn(node, rnn_names, torch_nn) for node in nodes)
     return False
 
@@ -309,6 +322,17 @@ def _own_rnn_named_definitions(tree: ast.Module, nodes: List[ast.AST]) -> Set[st
     imported = {alias.asname or alias.name.split(".")[0] for node in nodes
                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
     return defined - imported
+
+
+def _may_be_given_rnn(call: ast.Call, rnn_names: Set[str]) -> bool:
+    given = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else next(
+        (keyword.value for keyword in call.keywords if keyword.arg == "module"), None)
+    if given is None:
+        return any(keyword.arg is None for keyword in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args)
+    root = given
+    while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+        root = root.func if isinstance(root, ast.Call) else root.value
+    return (isinstance(root, ast.Name) and root.id == "self") or _mentions_any(given, rnn_names)
 
 
 def _mentions_any(node: ast.AST, names: Set[str]) -> bool:
