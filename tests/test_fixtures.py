@@ -38,8 +38,10 @@ def test_finding_columns_point_at_the_flagged_code(path):
     lines = path.read_bytes().decode("utf-8").splitlines()
     for finding in result.findings:
         text = lines[finding.line - 1][finding.col - 1:]
-        if finding.code == "DPR004" and "returns" in finding.message:
-            assert text.split()[0].strip(",)") in finding.message, text  # the returned state's name
+        if finding.code in ("DPR004", "DPR008") and "returns" in finding.message and "(" not in text.split()[0]:
+            assert text.split()[0].strip(",)") in finding.message, text  # the returned value's name
+        elif finding.code == "DPR006":
+            assert text.startswith("self.") and text[5:].split()[0] in finding.message, text  # the attribute set
         else:
             assert "(" in text, text  # the call
 

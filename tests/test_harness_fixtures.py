@@ -27,6 +27,8 @@ PROBLEMS = {
     # The state is gathered along its layer dimension (returned), or scattered along it (passed in).
     "DPR004": re.compile(r"^(output\S* under DataParallel differs from the single-device output \(an output whose batch "
                          r"dimension is not dim 0|replica \d+ raised RuntimeError at \S+: Expected hidden(\[0\])? size)"),
+    # State a replica set on itself, lost with the replica.
+    "DPR006": re.compile(r"^replicas? [\d, ]+ set `[^`]+` in forward: DataParallel discards the replicas"),
     # A PackedSequence split field by field (passed in), or joined so (returned).
     "DPR008": re.compile(r"^(replica \d+ raised RuntimeError at \S+: start \(\d+\) \+ length \(\d+\) exceeds dimension size|"
                          r"output\S* under DataParallel differs from the single-device output \(a PackedSequence is "

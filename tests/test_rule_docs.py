@@ -41,7 +41,9 @@ def test_page_says_what_users_see_and_how_to_suppress(rule):
         assert heading in page
     # The error or warning users meet, so that searching for it finds the page.
     symptoms = ("not part of single contiguous chunk", "Gather got an input of invalid size",
-                "'lengths' argument should be a 1D CPU int64 tensor", "Expected hidden size", "exceeds dimension size")
+                "'lengths' argument should be a 1D CPU int64 tensor", "Expected hidden size", "exceeds dimension size",
+                # A trap that raises nothing says so: searching for the symptom (a lost state) finds the page.
+                "with no error or warning")
     assert any(symptom in page for symptom in symptoms)
     assert f"# noqa: {rule.code}" in page
 

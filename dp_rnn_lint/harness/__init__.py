@@ -115,6 +115,7 @@ def _emulate(module: nn.Module, inputs: Tuple[Any, ...], kwargs: Dict[str, Any],
         copies = replicate(module, device_ids[: len(scattered)], not torch.is_grad_enabled())
         report.replicas = len(copies)
         watch = _FlattenWatch(copies)
+        before = _replica_attributes(copies)
         try:
             with watch.inherited_forwards():
                 outputs = cpu_parallel_apply(copies, scattered, scattered_kwargs)
@@ -123,9 +124,30 @@ def _emulate(module: nn.Module, inputs: Tuple[Any, ...], kwargs: Dict[str, Any],
             report.problems.append(_replica_failure(failure))
             return report
         report.problems.extend(watch.problems())
+        report.problems.extend(_state_left_on_replicas(before, _replica_attributes(copies)))
         report.output = _gathered(plain_tensors(outputs), report)
     _compare(module, reference, report)
     return report
+
+
+def _replica_attributes(copies: List[nn.Module]) -> Dict[Tuple[int, str, str], Any]:
+    """Every public attribute of every module in each replica, by (replica, module path, name). An RNN's
+    weight slots are left out: a weight-drop wrapper sets them from the raw weights on every call."""
+    return {(index, name, key): value for index, replica in enumerate(copies)
+            for name, part in replica.named_modules() for key, value in vars(part).items()
+            if not key.startswith("_") and key != "training" and key not in getattr(part, "_flat_weights_names", ())}
+
+
+def _state_left_on_replicas(before: Dict[Tuple[int, str, str], Any], after: Dict[Tuple[int, str, str], Any]) -> List[str]:
+    """Attributes a replica's forward set on itself (anywhere in its tree): DataParallel discards replicas
+    after the call, so the module never sees them."""
+    changed: Dict[str, List[int]] = {}
+    for (index, name, key), value in after.items():
+        if (index, name, key) not in before or before[index, name, key] is not value:
+            changed.setdefault(f"{name}.{key}" if name else key, []).append(index)
+    return [f"replica{'s' if len(indexes) > 1 else ''} {', '.join(map(str, indexes))} set `{attribute}` in "
+            "forward: DataParallel discards the replicas after the call, so the module never sees "
+            "the value (the next call reads the old one)" for attribute, indexes in changed.items()]
 
 
 class _FlattenWatch:
@@ -323,8 +345,14 @@ def _single_device_output(module: nn.Module, inputs, kwargs, report: HarnessRepo
     if module.training:
         return None  # dropout and batch statistics make outputs differ legitimately
     try:
+        # On a copy: a forward that keeps state on the module (a last hidden state) must find the module as
+        # the caller left it when DataParallel's turn comes.
+        reference = copy.deepcopy(module)
+    except Exception:
+        reference = module
+    try:
         with torch.no_grad():
-            return module(*inputs, **kwargs)
+            return reference(*inputs, **kwargs)
     except Exception as error:
         report.problems.append(f"the module fails even on one device: {type(error).__name__}: {_first_line(error)}")
         return None

@@ -48,6 +48,7 @@ REGISTRY: Tuple[RuleEntry, ...] = (
     RuleEntry("dpr005_data_parallel_wraps_rnn",
               RuleNeeds((CallSeed("DataParallel", in_forward=False, given_rnn=True),
                          CallSeed("data_parallel", in_forward=False, given_rnn=True)))),
+    RuleEntry("dpr006_module_state_lost_on_replicas", RuleNeeds((RNN_CLASS,))),
     RuleEntry("dpr008_packed_sequence_crosses_data_parallel",
               RuleNeeds((RNN_CLASS, CallSeed("pad_packed_sequence"), CallSeed("pack_padded_sequence"),
                          CallSeed("pack_sequence")), (MODULE_CLASSES, WRAP_TARGETS))),
