@@ -142,3 +142,12 @@ def test_data_parallel_wrapping_an_rnn_itself_runs_it_unflattened_on_every_repli
     report = check_data_parallel(torch.nn.GRU(6, 10, batch_first=True), torch.randn(4, 5, 6))
     assert any(re.match(r"RNN submodule `\(the module itself\)` \(GRU\) ran on replicas 0, 1 before flatten_parameters\(\)",
                         problem) for problem in report.problems), report.problems
+
+
+def test_pad_sequence_in_a_wrapped_forward_pads_each_replica_to_its_own_length():
+    """DPR007's trap, shown on the CPU emulation: the replicas' outputs differ in length and cannot be
+    gathered (the words are DPR002's, so this fixture's factories have names of their own)."""
+    model, inputs, kwargs = load_model_and_inputs(str(FIXTURES / "DPR007" / "chunk_encoder_repads.py"),
+                                                  "build_model", "build_inputs")
+    report = check_data_parallel(model.eval(), *inputs, **kwargs)
+    assert [problem for problem in report.problems if PROBLEMS["DPR002"].match(problem)] == report.problems != []

@@ -40,6 +40,7 @@ PLAIN_BASES = frozenset({
 PAD_PACKED_SEQUENCE = "torch.nn.utils.rnn.pad_packed_sequence"
 PACK_PADDED_SEQUENCE = "torch.nn.utils.rnn.pack_padded_sequence"
 PACK_SEQUENCE = "torch.nn.utils.rnn.pack_sequence"
+PAD_SEQUENCE = "torch.nn.utils.rnn.pad_sequence"
 PACKED_SEQUENCE = "torch.nn.utils.rnn.PackedSequence"
 
 # torch.nn names that are not nn.Module subclasses, although they are capitalised.

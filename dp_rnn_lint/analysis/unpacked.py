@@ -58,12 +58,14 @@ class Escape:
 
 def where_unpacked_goes(function: cst.FunctionDef, pad_call: cst.Call, time_dim: Optional[int],
                         zero_padding: bool, qualified: Callable[[cst.Call], Optional[str]],
-                        is_repack: Callable[[Optional[str]], bool]) -> Optional[Escape]:
+                        is_repack: Callable[[Optional[str]], bool], returns_pair: bool = True) -> Optional[Escape]:
     """The first way the tensor `pad_call` returns leaves `function` padded, or None when every use packs
     it again, pools it harmlessly or drops its time dimension. `time_dim`: 1 with batch_first, 0 without,
     None when unknown; `qualified`: a call's canonical qualified name; `is_repack`: whether a qualified name
-    packs (pack_padded_sequence, pack_sequence, PackedSequence)."""
+    packs (pack_padded_sequence, pack_sequence, PackedSequence); `returns_pair`: the call returns
+    (padded, lengths) as pad_packed_sequence does, rather than the padded tensor (pad_sequence)."""
     walk = _Walk(pad_call, time_dim, zero_padding, qualified, is_repack)
+    walk.seed = PAIR if returns_pair else PADDED
     walk.statements(function.body.body if isinstance(function.body, cst.IndentedBlock) else [function.body])
     return walk.escape
 
@@ -78,6 +80,7 @@ class _Walk:
         self.is_repack = is_repack
         self.names: Dict[str, str] = {}  # local name -> PADDED or PAIR
         self.escape: Optional[Escape] = None
+        self.seed = PAIR  # what the pad call's value is
 
     def leave(self, kind: str, node: cst.CSTNode, reduction: str = "") -> None:
         if self.escape is None:
@@ -215,7 +218,7 @@ class _Walk:
         if node is self.pad_call:
             for arg in node.args:
                 self.value(arg.value)
-            return PAIR
+            return self.seed
         kind = type(node)
         if kind is cst.Name:
             return self.names.get(node.value)

@@ -49,6 +49,7 @@ REGISTRY: Tuple[RuleEntry, ...] = (
               RuleNeeds((CallSeed("DataParallel", in_forward=False, given_rnn=True),
                          CallSeed("data_parallel", in_forward=False, given_rnn=True)))),
     RuleEntry("dpr006_module_state_lost_on_replicas", RuleNeeds((RNN_CLASS,))),
+    RuleEntry("dpr007_pads_to_replica_length", RuleNeeds((CallSeed("pad_sequence"),), (MODULE_CLASSES, WRAP_TARGETS))),
     RuleEntry("dpr008_packed_sequence_crosses_data_parallel",
               RuleNeeds((RNN_CLASS, CallSeed("pad_packed_sequence"), CallSeed("pack_padded_sequence"),
                          CallSeed("pack_sequence")), (MODULE_CLASSES, WRAP_TARGETS))),

@@ -1,0 +1,161 @@
+"""DPR007: padding to a replica-local length in a DataParallel-wrapped forward.
+
+## What it does
+Flags `pad_sequence(...)` in the `forward` of a class that `nn.DataParallel` wraps directly (found by the
+project index) when the padded result leaves `forward` with its padded time dimension: returned (alone or
+inside a tuple, list or dict), stored on the module, or pooled over time in a way that counts the
+padding (a mean or a maximum). Packed again, or padded out with `F.pad` before it leaves, it is not
+flagged.
+
+## Why is this bad?
+`pad_sequence` pads to the longest sequence it is given. Inside the wrapped forward each replica sees
+only its slice of the batch, so each pads to the longest sequence of its own slice: the replicas' outputs
+differ in the time dimension and DataParallel cannot concatenate them,
+
+    RuntimeError: Gather got an input of invalid size: got [2, 5, 8], but expected [2, 7, 8]
+
+or, pooled over time, a replica's mean counts other padding than one device would. Pad in the collate
+function, before DataParallel splits the batch, or pad inside `forward` to a length the caller passes.
+
+## Example
+```python
+import torch.nn as nn
+from torch.nn.utils.rnn import pad_sequence
+
+
+class Chunker(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.project = nn.Linear(8, 8)
+
+    def forward(self, padded, lengths):
+        rows = [self.project(row[:length]) for row, length in zip(padded, lengths.tolist())]
+        return pad_sequence(rows, batch_first=True)
+
+
+model = nn.DataParallel(Chunker())
+```
+
+## Use instead
+```python
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.utils.rnn import pad_sequence
+
+
+class Chunker(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.project = nn.Linear(8, 8)
+
+    def forward(self, padded, lengths):
+        rows = [self.project(row[:length]) for row, length in zip(padded, lengths.tolist())]
+        out = pad_sequence(rows, batch_first=True)
+        # Back to the full batch's padded length, which every replica shares.
+        return F.pad(out, (0, 0, 0, padded.size(1) - out.size(1)))
+
+
+model = nn.DataParallel(Chunker())
+```
+
+## Fix safety
+No fix is offered: `pad_sequence` takes no target length, and the length to pad to depends on the caller.
+The message names the wrap site.
+
+## How to suppress
+Put `# noqa: DPR007` on the reported line.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from ..analysis import FileAnalysis
+from ..analysis.modules import call_argument, iter_nodes
+from ..analysis.torch_names import PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE, PAD_SEQUENCE, canonical
+from ..analysis.unpacked import POOLED, STORED, where_unpacked_goes
+from ..findings import Violation
+from .base import Example, Rule
+
+_MESSAGE = (
+    "pad_sequence() in the wrapped forward pads to the longest sequence of this replica's slice of the batch, "
+    "and the result {how}: the replicas' time dimensions differ, so gathering fails or {effect}; pad in the "
+    "collate function, or pad to a length the caller passes (F.pad to padded.size(1)) (wrapped at {site})"
+)
+_HOW = {STORED: "is stored on the module", POOLED: "is pooled over time ({reduction})"}
+# Uses after which nothing padded to the replica's length leaves: packed again, or padded out with F.pad
+# (to a length the caller chose, as the page shows).
+_REPACKS = frozenset({PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE, "torch.nn.functional.pad"})
+
+
+class PadsToReplicaLength(Rule):
+    code = "DPR007"
+    name = "pad-sequence-to-replica-length"
+    summary = "pad_sequence() in a DataParallel-wrapped forward, padding to the replica's longest sequence"
+
+    valid_examples = (
+        # Summed over time: zero padding adds nothing, whatever length a replica padded to.
+        "import torch.nn as nn\n"
+        "from torch.nn.utils.rnn import pad_sequence\n"
+        "class Pooler(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.project = nn.Linear(8, 8)\n"
+        "    def forward(self, padded, lengths):\n"
+        "        rows = [self.project(row[:n]) for row, n in zip(padded, lengths.tolist())]\n"
+        "        return pad_sequence(rows, batch_first=True).sum(1)\n"
+        "model = nn.DataParallel(Pooler())\n",
+        # A collate function pads the whole batch before DataParallel splits it.
+        "from torch.nn.utils.rnn import pad_sequence\n"
+        "def collate(batch):\n"
+        "    return pad_sequence([item for item, _ in batch], batch_first=True)\n",
+    )
+    invalid_examples = (
+        Example(
+            "import torch.nn as nn\n"
+            "from torch.nn.utils.rnn import pad_sequence\n"
+            "class Chunker(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.project = nn.Linear(8, 8)\n"
+            "    def forward(self, padded, lengths):\n"
+            "        rows = [self.project(row[:n]) for row, n in zip(padded, lengths.tolist())]\n"
+            "        return pad_sequence(rows, batch_first=True)\n"
+            "model = nn.DataParallel(Chunker())\n",
+            None,
+        ),
+    )
+
+    def check(self, analysis: FileAnalysis) -> Iterator[Violation]:
+        for cls in analysis.model.classes:
+            site = analysis.direct_wrap_site(cls)
+            forward = analysis.forward_path(cls).forward if site is not None else None
+            if forward is None:
+                continue
+            scope = analysis.resolver.scope_of(forward)
+
+            def qualified(call: cst.Call) -> Optional[str]:
+                return canonical(analysis.resolver.qualified_name(call.func, scope))
+
+            for call in iter_nodes(forward.body, (cst.Call,), skip_nested_scopes=True):
+                if qualified(call) != PAD_SEQUENCE:
+                    continue
+                batch_first = call_argument(call, 1, "batch_first")
+                time_dim = 0 if batch_first is None or _is_name(batch_first, "False") else (
+                    1 if _is_name(batch_first, "True") else None)
+                padding = call_argument(call, 2, "padding_value")
+                zero_padding = padding is None or (isinstance(padding, (cst.Integer, cst.Float)) and float(padding.value) == 0)
+                escape = where_unpacked_goes(forward, call, time_dim, zero_padding, qualified, _REPACKS.__contains__,
+                                             returns_pair=False)
+                if escape is None:
+                    continue
+                how = _HOW.get(escape.kind, "leaves forward").format(reduction=escape.reduction)
+                effect = "a pooled value counts other padding than one device would" if escape.kind == POOLED else (
+                    "the caller sees a batch padded differently per replica")
+                yield Violation(self.code, _MESSAGE.format(how=how, effect=effect, site=site), call)
+
+
+def _is_name(node: cst.BaseExpression, name: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == name
