@@ -406,6 +406,7 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
                 fixed = notebooks.with_fixed_view(stdin_raw, stdin_source, fixed)
             except notebooks.NotebookProblem as problem:
                 fixed, result.problem = None, str(problem)
+                err.write(f"error: {located_problem(result.path, result.problem)}\n")
         sys.stdout.buffer.write(fixed if fixed is not None else stdin_raw)
         sys.stdout.flush()
         report_text(results, err)
@@ -418,8 +419,15 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
 def _in_cells(result: FileResult) -> FileResult:
     """A notebook's result with its findings' and problem's positions counted in their cells, as they are
     shown; the lint itself ran on the notebook's Python view."""
+    if not notebooks.is_notebook(result.path):
+        return result
     view = result.fixed if result.fixed is not None else result.original
-    if not notebooks.is_notebook(result.path) or view is None:
+    if view is None and result.problem and result.problem[:1].isdigit():
+        try:
+            view = read_source(result.path)  # a syntax error's result keeps no content: its position needs it
+        except FileProblem:
+            return result
+    if view is None:
         return result
     starts = notebooks.cell_starts(view.decode("utf-8", "replace"))
     problem = result.problem

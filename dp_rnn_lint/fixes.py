@@ -305,9 +305,13 @@ def _tight_equal() -> cst.AssignEqual:
 
 
 def check_compiles(code: bytes, filename: str) -> None:
+    import ast
+
+    # A notebook's cells run under IPython, which allows `await` at the top level.
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT if filename.endswith(".ipynb") else 0
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compile(code, filename, "exec", dont_inherit=True)
+            compile(code, filename, "exec", flags=flags, dont_inherit=True)
     except (SyntaxError, ValueError) as error:
         raise FixError(f"the fixed code does not compile ({error}); the file was left unchanged") from error

@@ -27,10 +27,16 @@ _MARKER = "# ~~ dp-rnn-lint: notebook cell {} ~~"
 _MARKER_LINE = re.compile(r"^# ~~ dp-rnn-lint: notebook cell (\d+) ~~\r?$", re.MULTILINE)
 _MASK = "pass  # dp-rnn-lint masked IPython: "
 _MASKED_LINE = re.compile(r"^([ \t]*)pass  # dp-rnn-lint masked IPython: (.*)$")
+# A line masked whole (a continuation line, a cell magic's first line): it comes back as the comment holds it.
+_MASK_VERBATIM = "pass  # dp-rnn-lint masked IPython line: "
+_MASKED_VERBATIM = re.compile(r"^[ \t]*pass  # dp-rnn-lint masked IPython line: (.*)$")
+# Cell magics whose body IPython runs as Python: the body is linted, the magic's line masked.
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "python", "python3", "pypy"})
 # Lines IPython rewrites before Python sees them: line magics, shell escapes, help, and assignments
 # from a magic or the shell.
 _IPYTHON_LINE = re.compile(r"^[ \t]*(?:[%!?]|[\w.]+\?{1,2}[ \t]*$|[\w.\[\], \t]+=[ \t]*[%!])")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def is_notebook(path: str) -> bool:
@@ -65,6 +71,8 @@ def parse_notebook(raw: bytes) -> Notebook:
         document = json.loads(text)
     except ValueError as error:
         raise NotebookProblem(f"notebook is not valid JSON: {error}") from error
+    except RecursionError as error:
+        raise NotebookProblem("notebook is not a notebook: its JSON is nested too deeply") from error
     if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
         raise NotebookProblem("not a Jupyter notebook (nbformat 4): no \"cells\" list")
     for number, cell in enumerate(document["cells"], start=1):
@@ -97,9 +105,13 @@ def _source_spans(text: str) -> List[Optional[Tuple[int, int]]]:
     """For each element of the top-level "cells" array, the span of its "source" value (None when it
     has none). The JSON is known to be valid: this walk only finds positions."""
     spans: List[Optional[Tuple[int, int]]] = []
+    seen_cells = False
     for key, start in _members(text, _skip(text, 0)):
         if key != "cells":
             continue
+        if seen_cells:
+            raise NotebookProblem("the notebook has two \"cells\" lists")
+        seen_cells = True
         for element in _elements(text, start):
             found = None
             for cell_key, value in _members(text, element):
@@ -151,13 +163,17 @@ def _decoder():
 
 def python_view(notebook: Notebook) -> bytes:
     """The code cells as one Python text (UTF-8): a header line, then per code cell its marker line
-    and its lines, IPython-only lines masked."""
-    parts = [_VIEW_HEADER]
-    for cell in notebook.cells:
-        if cell.code:
-            parts.append(_MARKER.format(cell.number) + "\n")
-            body = _masked(cell.source)
-            parts.append(body + ("\n" if body and not body.endswith(("\n", "\r")) else ""))
+    and its lines, IPython-only lines masked. Lines end as the cells' do (CRLF when they use it), so
+    that a fix writes the cells' own line ending."""
+    code = [cell for cell in notebook.cells if cell.code]
+    newline = "\r\n" if any("\r\n" in cell.source for cell in code[:1]) else "\n"
+    parts = [_VIEW_HEADER.replace("\n", newline)]
+    for cell in code:
+        parts.append(_MARKER.format(cell.number) + newline)
+        body = _masked(cell.source)
+        # Every cell ends with a line break, so that the next marker starts a line (with_fixed_view
+        # takes it off again where the cell had none).
+        parts.append(body + (newline if body and not body.endswith("\n") else ""))
     return "".join(parts).encode("utf-8")
 
 
@@ -168,15 +184,55 @@ def view_of(raw: bytes) -> bytes:
 def _masked(source: str) -> str:
     lines = source.splitlines(keepends=True)
     if lines and lines[0].startswith("%%"):
-        return "".join(_mask(line, whole=True) for line in lines)  # a cell magic: none of it is Python
+        magic = lines[0][2:].split(None, 1)[0] if lines[0][2:].strip() else ""
+        if magic not in _PYTHON_CELL_MAGICS:
+            return "".join(_mask(line, "") for line in lines)  # a cell magic: none of it is Python
+        return _mask(lines[0], "") + _masked("".join(lines[1:]))
     if not any(_IPYTHON_LINE.match(line) for line in lines) or _parses(source):
         return source
-    masked, continued = [], False
+    masked: List[str] = []
+    continued_from: Optional[str] = None  # the indent of the magic a backslash continues
+    depth = 0  # open brackets of the Python lines so far: a line inside them continues an expression
     for line in lines:
-        ipython = continued or bool(_IPYTHON_LINE.match(line))
-        masked.append(_mask(line) if ipython else line)
-        continued = ipython and line.rstrip("\r\n").endswith("\\")
+        if continued_from is not None:
+            masked.append(_mask(line, continued_from))
+        elif depth == 0 and _IPYTHON_LINE.match(line):
+            masked.append(_mask(line))
+        else:
+            masked.append(line)
+            depth = max(0, depth + _bracket_change(line))
+            continue
+        body = line.rstrip("\r\n")
+        if body.endswith("\\"):
+            continued_from = continued_from if continued_from is not None else body[: len(body) - len(body.lstrip(" \t"))]
+        else:
+            continued_from = None
     return "".join(masked)
+
+
+def _bracket_change(line: str) -> int:
+    """Opened minus closed brackets on a line, outside string literals and comments (a rough count: it
+    only decides whether the next line may be an IPython line)."""
+    change, quote, position = 0, "", 0
+    while position < len(line):
+        char = line[position]
+        if quote:
+            if char == "\\":
+                position += 1
+            elif line.startswith(quote, position):
+                position += len(quote) - 1
+                quote = ""
+        elif char in "\"'":
+            quote = line[position:position + 3] if line.startswith(char * 3, position) else char
+            position += len(quote) - 1
+        elif char == "#":
+            break
+        elif char in "([{":
+            change += 1
+        elif char in ")]}":
+            change -= 1
+        position += 1
+    return change
 
 
 def _parses(source: str) -> bool:
@@ -189,10 +245,14 @@ def _parses(source: str) -> bool:
     return True
 
 
-def _mask(line: str, whole: bool = False) -> str:
+def _mask(line: str, verbatim_at: Optional[str] = None) -> str:
+    """`pass` at the line's own indent, keeping the rest of the line in a comment; or, `verbatim_at` an
+    indent, `pass` there with the whole line kept (a continuation, whose own indent means nothing)."""
     body = line.rstrip("\r\n")
     ending = line[len(body):]
-    indent = "" if whole else body[: len(body) - len(body.lstrip(" \t"))]
+    if verbatim_at is not None:
+        return f"{verbatim_at}{_MASK_VERBATIM}{body}{ending}"
+    indent = body[: len(body) - len(body.lstrip(" \t"))]
     return f"{indent}{_MASK}{body[len(indent):]}{ending}"
 
 
@@ -201,8 +261,11 @@ def unmasked(text: str) -> str:
     lines = text.splitlines(keepends=True)
     for position, line in enumerate(lines):
         body = line.rstrip("\r\n")
-        found = _MASKED_LINE.match(body)
-        if found:
+        verbatim = _MASKED_VERBATIM.match(body)
+        found = None if verbatim else _MASKED_LINE.match(body)
+        if verbatim:
+            lines[position] = verbatim.group(1) + line[len(body):]
+        elif found:
             lines[position] = found.group(1) + found.group(2) + line[len(body):]
     return "".join(lines)
 
@@ -214,7 +277,8 @@ def cell_texts(view: str) -> List[Tuple[int, int, str]]:
     for position, marker in enumerate(markers):
         start = marker.end() + 1  # past the marker's line break
         end = markers[position + 1].start() if position + 1 < len(markers) else len(view)
-        first_line = view.count("\n", 0, marker.start()) + 2
+        # Lines counted as Python counts them (a lone \r ends one too), as the findings' lines are.
+        first_line = len(_LINE_BREAK.findall(view, 0, marker.start())) + 2
         cells.append((int(marker.group(1)), first_line, view[start:end]))
     return cells
 
@@ -261,6 +325,7 @@ def with_fixed_view(raw: bytes, view: bytes, fixed_view: bytes) -> bytes:
     if [number for number, _, _ in after] != list(before):
         raise NotebookProblem("a fix moved a notebook cell's boundary; not fixed")
     by_number = {cell.number: cell for cell in notebook.cells}
+    newline = "\r\n" if view.startswith(_VIEW_HEADER.replace("\n", "\r\n").encode()) else "\n"
     ascii_only = notebook.text.isascii()
     replacements = []
     for number, _, text in after:
@@ -270,8 +335,8 @@ def with_fixed_view(raw: bytes, view: bytes, fixed_view: bytes) -> bytes:
         if cell.span is None:
             raise NotebookProblem(f"cell {number} has no \"source\" to fix; not fixed")
         source = unmasked(text)
-        if not cell.source.endswith(("\n", "\r")) and source.endswith("\n"):
-            source = source[:-1]  # the view ends every cell with a line break; the cell did not
+        if not cell.source.endswith("\n") and source.endswith(newline):
+            source = source[:-len(newline)]  # the view ends every cell with a line break; the cell did not
         start, end = cell.span
         replacements.append((start, end, _source_json(notebook.text[start:end], source, ascii_only)))
     text = notebook.text
@@ -294,5 +359,7 @@ def _source_json(old: str, source: str, ascii_only: bool) -> str:
     opening, closing = old[1:tokens[0][0]], old[tokens[-1][1]:-1]
     separator = old[tokens[0][1]:tokens[1][0]] if len(tokens) > 1 else "," + opening
     lines = source.splitlines(keepends=True)
+    if len(tokens) == 1 and len(json.loads(old[tokens[0][0]:tokens[0][1]]).splitlines()) > 1:
+        lines = [source]  # one element holding every line: kept so
     rendered = [known.get(line) or json.dumps(line, ensure_ascii=ascii_only) for line in lines]
     return "[" + opening + separator.join(rendered) + closing + "]"

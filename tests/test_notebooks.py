@@ -261,3 +261,68 @@ def test_the_view_maps_back_to_the_cells():
     assert notebooks.in_cell(7, notebooks.cell_starts(view)) == (3, 2)
     assert [notebooks.unmasked(text) for _, _, text in notebooks.cell_texts(view)] == ["%time x = 1\ny = 2\n", "z = 3\n"]
     assert notebooks.with_fixed_view(raw, view.encode(), view.encode()) == raw
+
+
+def raw_notebook(path: Path, *sources) -> None:
+    """A notebook of code cells written as JSON directly: layouts nbformat would not write."""
+    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": source}
+             for source in sources]
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1))
+
+
+SMALL_MODEL = ("import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+               "        self.rnn = nn.LSTM(4, 4)\n    def forward(self, x):\n        return self.rnn(x)[0]\n")
+FLATTEN = "        self.rnn.flatten_parameters()\n"
+
+
+@pytest.mark.parametrize("before", [
+    "await warm_up()\n",  # IPython runs top-level await: the fixed cell must still count as compiling
+    "!pip install \\\n    torch\n",  # a shell escape continued on an indented line
+    "%time x = 1\nprint('%d'\n      % 3)\ny = (1\n     != 2)\n",  # Python lines inside brackets, not magics
+    "%%time\n",  # a cell magic whose body IPython runs as Python
+], ids=["top-level-await", "continued-shell-escape", "operators-in-brackets", "time-cell-magic"])
+def test_ipython_cells_are_linted_and_fixed_with_their_ipython_lines_kept(tmp_path, capsys, before):
+    path = tmp_path / "cells.ipynb"
+    raw_notebook(path, before + SMALL_MODEL)
+    status, out, _ = lint(capsys, "--format", "concise", str(path))
+    assert f"cells.ipynb:cell 1:{before.count(chr(10)) + 7}:16: DPR001" in out, out
+    assert lint(capsys, "--fix", str(path))[0] == 0
+    fixed = json.loads(path.read_text())["cells"][0]["source"]
+    assert fixed == before + SMALL_MODEL.replace("    def forward(self, x):\n", "    def forward(self, x):\n" + FLATTEN)
+
+
+def test_a_cell_with_lone_carriage_returns_stays_its_own_cell(tmp_path, capsys):
+    path = tmp_path / "cr.ipynb"
+    raw_notebook(path, ["import torch\rimport torch.nn as nn\r"], SMALL_MODEL.splitlines(keepends=True))
+    _, out, _ = lint(capsys, "--format", "concise", str(path))
+    assert "cr.ipynb:cell 2:7:16: DPR001" in out
+    lint(capsys, "--fix", str(path))
+    cells = json.loads(path.read_text())["cells"]
+    assert cells[0]["source"] == ["import torch\rimport torch.nn as nn\r"]
+    assert "".join(cells[1]["source"]).count("flatten_parameters") == 1
+
+
+def test_fixed_cells_keep_their_crlf_line_endings(tmp_path, capsys):
+    path = tmp_path / "crlf.ipynb"
+    raw_notebook(path, [line.replace("\n", "\r\n") for line in SMALL_MODEL.splitlines(keepends=True)])
+    lint(capsys, "--fix", str(path))
+    assert "        self.rnn.flatten_parameters()\r\n" in json.loads(path.read_text())["cells"][0]["source"]
+
+
+def test_a_notebooks_syntax_error_names_its_cell(tmp_path, capsys):
+    path = tmp_path / "broken.ipynb"
+    raw_notebook(path, ["x = 1\n"], ["def f(:\n", "    pass\n"])
+    status, _, err = lint(capsys, str(path))
+    assert status == 1 and f"error: {path}:cell 2:1:7: cannot parse" in err
+
+
+@pytest.mark.parametrize("content, problem", [
+    ('{"cells": [], "x": ' + "[" * 5000 + "]" * 5000 + "}", "nested too deeply"),
+    ('{"cells": [{"cell_type": "markdown", "source": "text"}], "cells": []}', 'two "cells" lists'),
+])
+def test_odd_json_gets_one_error_line_and_no_traceback(tmp_path, capsys, content, problem):
+    path = tmp_path / "odd.ipynb"
+    path.write_text(content)
+    status, _, err = lint(capsys, "--fix", str(path))
+    assert status == 1 and err.count("\n") == 1 and problem in err and "Traceback" not in err
+    assert path.read_text() == content
