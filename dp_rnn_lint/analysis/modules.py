@@ -106,6 +106,16 @@ def call_argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.B
     return positional[position].value if len(positional) > position else None
 
 
+def is_zero_literal(node: Optional[cst.BaseExpression]) -> bool:
+    """`0`, `0.0`, `0x0`, `0_0`...: a number literal whose value is zero (libcst keeps its source text)."""
+    if not isinstance(node, (cst.Integer, cst.Float)):
+        return False
+    try:
+        return node.evaluated_value == 0
+    except (ValueError, SyntaxError):
+        return False
+
+
 def is_atomic(expression: cst.BaseExpression) -> bool:
     """Whether `.method()` can follow the expression as it is: a name, attribute, call, subscript or
     anything already in parentheses (`a + b` needs them first)."""

@@ -121,7 +121,7 @@ import libcst as cst
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow, PackedSources, PackSite, fresh_name, names_used, trace_to_pack
 from ..analysis.forward_path import PadCall
-from ..analysis.modules import call_argument, iter_nodes
+from ..analysis.modules import call_argument, is_zero_literal, iter_nodes
 from ..analysis.names import dotted_name
 from ..analysis.traversal import children
 from ..analysis.torch_names import PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE, canonical
@@ -462,7 +462,7 @@ def _where_unpacked_goes(analysis: FileAnalysis, event: PadCall) -> Optional[Esc
         return Escape(UNFOLLOWED, event.call)  # a lambda's result goes wherever its caller takes it
     time_dim = _literal_time_dimension(call_argument(event.call, 1, "batch_first"))
     padding = call_argument(event.call, 2, "padding_value")
-    zero_padding = padding is None or (isinstance(padding, (cst.Integer, cst.Float)) and float(padding.value) == 0)
+    zero_padding = padding is None or is_zero_literal(padding)
 
     return where_unpacked_goes(event.function, event.call, time_dim, zero_padding, _qualified_names(analysis, event),
                                _REPACKS.__contains__)

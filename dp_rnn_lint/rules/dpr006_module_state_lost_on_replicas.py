@@ -2,10 +2,12 @@
 
 ## What it does
 Flags `self.<attr> = ...`, `self.<attr> += ...` and `setattr(self, "<attr>", ...)` on the forward path of
-a module class that holds an RNN, where the attribute is not a submodule or parameter, when the class
-reads the attribute back on the forward path (a stateful model keeping its last hidden state for the next
-call), or when DataParallel is known to run the class (`--scope wrapped`, or a wrap the project index
-resolves to it).
+a module class that holds an RNN, where the attribute is not a submodule or parameter, when `forward`
+reads the attribute before setting it, so that it uses a value from an earlier call (a stateful model
+keeping its last hidden state for the next batch), or when DataParallel is known to run the class
+(`--scope wrapped`, or a wrap the project index resolves to it). A value set and then read within one
+call is scratch, not state, and is not flagged unless the class is known to be wrapped; `self.n += 1` is
+judged only where the class sets `n` to a plain number (a buffer updated in place is fine).
 
 ## Why is this bad?
 DataParallel runs each call on fresh replicas of the module and throws them away afterwards. An attribute
@@ -130,56 +132,99 @@ class ModuleStateLostOnReplicas(Rule):
                 continue
             qualname = analysis.model.qualname(cls.node)
             site = analysis.context.wrap_site(qualname) or analysis.direct_wrap_site(cls)
-            methods = [path.forward, *path.entries]
-            writes, reads = _state_writes_and_reads(methods)
-            structural, buffers = _structural_attributes(analysis, cls)
+            events = _Events()
+            events.walk(path.forward.body, self_name(path.forward))
+            forward_writes = {attr for kind, attr, _ in events.order if kind == "write"}
+            helper_events = _Events()
+            for helper in path.entries:
+                helper_events.walk(helper.body, self_name(helper))
+            structural, plain = _attribute_kinds(analysis, cls)
             reported: Set[str] = set()
-            for attr, node in writes:
-                if attr in structural or attr in path.rnns or attr in reported:
+            for kind, attr, node in events.order + helper_events.order:
+                if kind != "write" or attr in reported or attr in structural or attr in path.rnns:
                     continue
-                if attr in buffers and isinstance(node, cst.Attribute) and id(node) in _augmented(methods):
-                    continue  # `self.steps += 1` on a buffer updates it in place
-                if attr not in reads and site is None:
-                    continue  # never read back, and nothing says DataParallel runs the class
+                if isinstance(node, _Augmented) and attr not in plain:
+                    continue  # `self.steps += 1` may update a buffer in place: only a plain value is judged
+                read_back = (events.read_before_write(attr) if attr in forward_writes
+                             else attr in events.read or attr in helper_events.read)
+                if not read_back and site is None:
+                    continue  # set before it is read (or never read), and nothing says DataParallel runs it
                 reported.add(attr)
                 note = f" (wrapped at {site})" if site else ""
-                sees = _READ_BACK if attr in reads else _NOT_READ
-                yield Violation(self.code, _MESSAGE.format(attr=attr, sees=sees, note=note), node)
+                sees = _READ_BACK if read_back else _NOT_READ
+                yield Violation(self.code, _MESSAGE.format(attr=attr, sees=sees, note=note), _located(node))
 
 
-def _state_writes_and_reads(methods: List[cst.FunctionDef]) -> Tuple[List[Tuple[str, cst.CSTNode]], Set[str]]:
-    """(attribute, node) for each `self.<attr>` written in the methods, and the attributes they read."""
-    writes: List[Tuple[str, cst.CSTNode]] = []
-    targets: Set[int] = set()
-    reads: Set[str] = set()
-    for method in methods:
-        me = self_name(method)
-        if me is None:
-            continue
-        for node in iter_nodes(method.body, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call), skip_nested_scopes=True):
-            if isinstance(node, cst.Call):
-                attr = _setattr_on(node, me)
-                if attr is not None:
-                    writes.append((attr, node))
-                continue
-            found = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            for target in found:
-                for element in _target_elements(target):
-                    if _is_self_attribute(element, me):
-                        writes.append((element.attr.value, element))
-                        targets.add(id(element))
-                        if isinstance(node, cst.AugAssign):
-                            reads.add(element.attr.value)  # `self.steps += 1` reads it first
-        for node in iter_nodes(method.body, (cst.Attribute,), skip_nested_scopes=True):
-            if id(node) not in targets and _is_self_attribute(node, me):
-                reads.add(node.attr.value)
-    return writes, reads
+class _Augmented:
+    """An augmented assignment's target, as written (`self.steps` of `self.steps += 1`)."""
+
+    def __init__(self, target: cst.Attribute) -> None:
+        self.target = target
 
 
-def _augmented(methods: List[cst.FunctionDef]) -> Set[int]:
-    """The targets of augmented assignments (`self.x += ...`) in the methods, by identity."""
-    return {id(node.target) for method in methods
-            for node in iter_nodes(method.body, (cst.AugAssign,), skip_nested_scopes=True)}
+def _located(node) -> cst.CSTNode:
+    return node.target if isinstance(node, _Augmented) else node
+
+
+class _Events:
+    """Reads and writes of `self.<attr>` in a method's body, in the order they run: a right-hand side is
+    read before its targets are written."""
+
+    def __init__(self) -> None:
+        self.order: List[Tuple[str, str, object]] = []
+        self.read: Set[str] = set()
+
+    def read_before_write(self, attr: str) -> bool:
+        for kind, name, _ in self.order:
+            if name == attr:
+                return kind == "read"
+        return False
+
+    def walk(self, node: cst.CSTNode, me: Optional[str]) -> None:
+        if me is None or isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return
+        if isinstance(node, cst.Assign):
+            self.walk(node.value, me)
+            for target in node.targets:
+                self._write_target(target.target, me, target.target)
+            return
+        if isinstance(node, cst.AnnAssign):
+            if node.value is not None:  # `self.scale: float` alone sets nothing
+                self.walk(node.value, me)
+                self._write_target(node.target, me, node.target)
+            return
+        if isinstance(node, cst.AugAssign):
+            self.walk(node.value, me)
+            if _is_self_attribute(node.target, me):
+                self._event("read", node.target.attr.value, node.target)
+                self._event("write", node.target.attr.value, _Augmented(node.target))
+            else:
+                self.walk(node.target, me)
+            return
+        if isinstance(node, cst.Call):
+            for child in node.children:
+                self.walk(child, me)
+            attr = _setattr_on(node, me)
+            if attr is not None:
+                self._event("write", attr, node)
+            return
+        if _is_self_attribute(node, me):
+            self._event("read", node.attr.value, node)
+            return
+        for child in node.children:
+            self.walk(child, me)
+
+    def _write_target(self, target: cst.BaseExpression, me: str, node: cst.CSTNode) -> None:
+        for element in _target_elements(target):
+            if _is_self_attribute(element, me):
+                self._event("write", element.attr.value, element)
+            else:
+                self.walk(element, me)  # `self.cache[key] = v` reads self.cache
+
+    def _event(self, kind: str, attr: str, node) -> None:
+        self.order.append((kind, attr, node))
+        if kind == "read":
+            self.read.add(attr)
 
 
 def _target_elements(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
@@ -205,11 +250,11 @@ def _setattr_on(call: cst.Call, me: str) -> Optional[str]:
     return None
 
 
-def _structural_attributes(analysis: FileAnalysis, cls: ModuleClass) -> Tuple[Set[str], Set[str]]:
-    """Attributes of the class (and its bases in this file) that hold submodules or parameters, and the
-    names of its registered buffers."""
+def _attribute_kinds(analysis: FileAnalysis, cls: ModuleClass) -> Tuple[Set[str], Set[str]]:
+    """Attributes of the class (and its bases in this file) that hold submodules or parameters, and those
+    it sets to a plain value (a number, a string, None, a bool: no tensor, so no buffer)."""
     found: Set[str] = set()
-    buffers: Set[str] = set()
+    plain: Set[str] = set()
     for owner in cls.mro():
         for method in owner.methods.values():
             me = self_name(method)
@@ -219,12 +264,14 @@ def _structural_attributes(analysis: FileAnalysis, cls: ModuleClass) -> Tuple[Se
             for node in iter_nodes(method.body, (cst.Assign, cst.Call), skip_nested_scopes=True):
                 if isinstance(node, cst.Call):
                     func = node.func
-                    if (isinstance(func, cst.Attribute) and node.args and isinstance(node.args[0].value, cst.SimpleString)):
-                        name = str(node.args[0].value.evaluated_value)
-                        if func.attr.value in ("register_parameter", "add_module", "register_module"):
-                            found.add(name)
-                        elif func.attr.value == "register_buffer":
-                            buffers.add(name)
+                    if (isinstance(func, cst.Attribute) and node.args and isinstance(node.args[0].value, cst.SimpleString)
+                            and func.attr.value in ("register_parameter", "add_module", "register_module")):
+                        found.add(str(node.args[0].value.evaluated_value))
+                    continue
+                if isinstance(node.value, (cst.Integer, cst.Float, cst.SimpleString, cst.UnaryOperation)) or (
+                        isinstance(node.value, cst.Name) and node.value.value in ("None", "True", "False")):
+                    plain.update(target.target.attr.value for target in node.targets
+                                 if _is_self_attribute(target.target, me))
                     continue
                 if not isinstance(node.value, cst.Call):
                     continue
@@ -236,4 +283,4 @@ def _structural_attributes(analysis: FileAnalysis, cls: ModuleClass) -> Tuple[Se
                     for target in node.targets:
                         if _is_self_attribute(target.target, me):
                             found.add(target.target.attr.value)
-    return found, buffers
+    return found, plain

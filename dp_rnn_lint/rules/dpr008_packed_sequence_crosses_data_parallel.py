@@ -184,7 +184,7 @@ class _Forward:
         self.site = site
         self.flow = FunctionFlow(self.forward)
         self.scope = analysis.resolver.scope_of(self.forward)
-        self.method_names = set(cls.methods)
+        self.rnn_attributes = set(path.rnns)
 
     def violations(self) -> Iterator[Violation]:
         flagged: Set[str] = set()
@@ -203,8 +203,9 @@ class _Forward:
         return self._qualified(call) in _PACKING
 
     def _is_module_call(self, call: cst.Call) -> bool:
-        # `self.rnn(...)`, `self.layers[i](...)`, `layer(...)`, `.forward(...)`; not a method of the class,
-        # nor an imported function (`pad_packed_sequence(out)` returns padded tensors).
+        # An RNN of the class runs: `self.rnn(...)`, `self.layers[i](...)`, `.forward(...)`, or a local name
+        # (`layer(...)` over a list of them). Not a method or another submodule (`self.unpack(out)` may well
+        # unpack), nor an imported function (`pad_packed_sequence(out)` returns padded tensors).
         if self._qualified(call) is not None:
             return False
         func = call.func
@@ -212,7 +213,7 @@ class _Forward:
             func = func.value
         if isinstance(func, cst.Subscript):
             func = func.value
-        return isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and func.attr.value not in self.method_names)
+        return isinstance(func, cst.Name) or (isinstance(func, cst.Attribute) and func.attr.value in self.rnn_attributes)
 
     def _trace(self, expr: cst.BaseExpression, rnn_output: bool = False):
         return trace_to_pack(self.flow, expr, self._is_pack_call, self._is_module_call, rnn_output=rnn_output)

@@ -1,0 +1,104 @@
+"""Code that looks like DPR005-DPR008's traps and is not one (found by probing the rules with realistic
+models), and literals that once crashed the analysis."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from dp_rnn_lint.engine import Selection, check_source
+
+LOOK_ALIKES = {
+    "scratch mask set before it is read, every call": """
+        import torch
+        import torch.nn as nn
+        class Tagger(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = nn.LSTM(8, 8, batch_first=True)
+            def forward(self, x, lengths):
+                self.lstm.flatten_parameters()
+                self.pad_mask = torch.arange(x.size(1))[None] >= lengths[:, None]
+                out, _ = self.lstm(x)
+                return out.masked_fill(self.pad_mask.unsqueeze(-1), 0.0)
+    """,
+    "a bare annotation sets nothing": """
+        import torch.nn as nn
+        class Tagger(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gru = nn.GRU(8, 8)
+            def forward(self, x):
+                self.gru.flatten_parameters()
+                self.scale: float
+                return self.gru(x)[0] * self.scale
+    """,
+    "a counter of a base class's buffer, updated in place": """
+        import torch.nn as nn
+        from base import Counted
+        class LM(Counted):
+            def __init__(self):
+                super().__init__()
+                self.gru = nn.GRU(8, 8)
+            def forward(self, x):
+                self.gru.flatten_parameters()
+                self.num_batches += 1
+                return self.gru(x)[0]
+    """,
+    "a packed output unpacked by a method of a base class": """
+        import torch.nn as nn
+        from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+        class Base(nn.Module):
+            def unpack(self, out, length):
+                return pad_packed_sequence(out, batch_first=True, total_length=length)[0]
+        class Encoder(Base):
+            def __init__(self):
+                super().__init__()
+                self.gru = nn.GRU(8, 8, batch_first=True)
+            def forward(self, x, lengths):
+                self.gru.flatten_parameters()
+                packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+                out, _ = self.gru(packed)
+                return self.unpack(out, x.size(1))
+        model = nn.DataParallel(Encoder())
+    """,
+    "a packed output unpacked by a submodule": """
+        import torch.nn as nn
+        from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+        class Unpack(nn.Module):
+            def forward(self, out, length):
+                return pad_packed_sequence(out, batch_first=True, total_length=length)[0]
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gru = nn.GRU(8, 8, batch_first=True)
+                self.unpack = Unpack()
+            def forward(self, x, lengths):
+                self.gru.flatten_parameters()
+                packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+                out, _ = self.gru(packed)
+                return self.unpack(out, x.size(1))
+        model = nn.DataParallel(Encoder())
+    """,
+}
+
+
+@pytest.mark.parametrize("source", LOOK_ALIKES.values(), ids=LOOK_ALIKES.keys())
+def test_look_alikes_of_the_new_traps_are_not_flagged(source):
+    assert check_source(textwrap.dedent(source), "model.py", Selection()) == []
+
+
+@pytest.mark.parametrize("padding", ["0x0", "0b0", "0o0", "0_0", "0.0"])
+def test_padding_values_written_in_any_number_form_are_read(padding):
+    source = textwrap.dedent(f"""\
+        import torch.nn as nn
+        from torch.nn.utils.rnn import pad_sequence, pad_packed_sequence
+        class Chunker(nn.Module):
+            def forward(self, rows, packed):
+                out, _ = pad_packed_sequence(packed, True, {padding})
+                return pad_sequence(rows, True, {padding}), out
+        model = nn.DataParallel(Chunker())
+    """)
+    codes = sorted(finding.code for finding in check_source(source, "model.py", Selection()))
+    assert codes == ["DPR002", "DPR007", "DPR008"]
