@@ -1,5 +1,6 @@
 """Code that looks like DPR005-DPR008's traps and is not one (found by probing the rules with realistic
-models), and literals that once crashed the analysis."""
+models), and literals that once crashed the analysis. A loss of padded targets with its default reduction
+is one number: it leaves no padded time dimension (DPR002 and DPR007 share that walk)."""
 
 from __future__ import annotations
 
@@ -80,6 +81,20 @@ LOOK_ALIKES = {
                 out, _ = self.gru(packed)
                 return self.unpack(out, x.size(1))
         model = nn.DataParallel(Encoder())
+    """,
+    "targets padded in forward only to compute a loss, one number": """
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from torch.nn.utils.rnn import pad_sequence
+        class Scorer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.out = nn.Linear(8, 5)
+            def forward(self, x, target_rows):
+                targets = pad_sequence(target_rows, batch_first=True, padding_value=-100)
+                logits = self.out(x[:, : targets.size(1)])
+                return F.cross_entropy(logits.transpose(1, 2), targets, ignore_index=-100)
+        model = nn.DataParallel(Scorer())
     """,
 }
 

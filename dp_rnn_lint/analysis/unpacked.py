@@ -42,6 +42,8 @@ _REDUCTIONS = frozenset({"sum", "nansum", "mean", "nanmean", "max", "min", "amax
 _PADDING_FREE_REDUCTIONS = frozenset({"sum", "nansum"})
 # Builtins whose result holds no tensor.
 _NOT_TENSORS = frozenset({"len", "isinstance", "type", "id", "print", "hasattr", "callable", "repr", "str"})
+# torch.nn.functional losses not named `*_loss`; with their default reduction a loss is one number.
+_LOSSES = frozenset({"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"})
 # List and dict methods that put their argument in the receiver.
 _CONTAINER_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "appendleft"})
 
@@ -286,6 +288,8 @@ class _Walk:
         name = self.qualified(node)
         if self.is_repack(name):
             return None  # packed again: what it returns is a PackedSequence, not a padded tensor
+        if _is_reduced_loss(name, node):
+            return None  # a loss over the batch: one number, whatever the padding (ignore_index skips it)
         if not any(arguments):
             return None
         if isinstance(func, cst.Name) and func.value in _NOT_TENSORS and name in (None, f"builtins.{func.value}"):
@@ -312,6 +316,16 @@ class _Walk:
 
     def holds_pad_call(self, node: cst.CSTNode) -> bool:
         return any(found is self.pad_call for found in iter_nodes(node, (cst.Call,)))
+
+
+def _is_reduced_loss(name: Optional[str], call: cst.Call) -> bool:
+    if name is None or not name.startswith("torch.nn.functional."):
+        return False
+    function = name.rsplit(".", 1)[1]
+    if not (function.endswith("_loss") or function in _LOSSES):
+        return False
+    reduction = call_argument(call, 99, "reduction")  # by keyword only: its position differs per loss
+    return reduction is None or (isinstance(reduction, cst.SimpleString) and reduction.evaluated_value in ("mean", "sum"))
 
 
 def _root_name(node: cst.CSTNode) -> Optional[str]:
