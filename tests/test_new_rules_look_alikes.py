@@ -117,3 +117,24 @@ def test_padding_values_written_in_any_number_form_are_read(padding):
     """)
     codes = sorted(finding.code for finding in check_source(source, "model.py", Selection()))
     assert codes == ["DPR002", "DPR007", "DPR008"]
+
+
+@pytest.mark.parametrize("padding, reduction", [
+    ('float("-inf")', "max"), ("-math.inf", "amax"), ("float('inf')", "min"), ("torch.inf", "amin"),
+])
+def test_a_reduction_the_padding_value_cannot_change_is_not_pooling(padding, reduction):
+    source = textwrap.dedent(f"""\
+        import math
+        import torch
+        import torch.nn as nn
+        from torch.nn.utils.rnn import pad_sequence
+        class Pooler(nn.Module):
+            def forward(self, rows):
+                padded = pad_sequence(rows, batch_first=True, padding_value={padding})
+                return torch.{reduction}(padded, 1)
+        model = nn.DataParallel(Pooler())
+    """)
+    assert check_source(source, "model.py", Selection()) == []
+    opposite = {"max": "min", "amax": "amin", "min": "max", "amin": "amax"}[reduction]
+    assert [f.code for f in check_source(source.replace(f"torch.{reduction}(", f"torch.{opposite}("),
+                                         "model.py", Selection())] == ["DPR007"]

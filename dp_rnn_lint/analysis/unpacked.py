@@ -15,11 +15,11 @@ anything it cannot follow (a closure, a helper that may keep the tensor) counts 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, Optional
+from typing import Callable, Dict, FrozenSet, Iterable, Optional
 
 import libcst as cst
 
-from .modules import call_argument, iter_nodes
+from .modules import call_argument, is_zero_literal, iter_nodes
 from .traversal import children
 
 # What a value holds, as far as the walk is concerned.
@@ -38,14 +38,37 @@ _SCALAR_ATTRIBUTES = frozenset({"shape", "device", "dtype", "ndim", "is_cuda", "
 _REDUCTIONS = frozenset({"sum", "nansum", "mean", "nanmean", "max", "min", "amax", "amin", "prod", "logsumexp",
                          "norm", "std", "var", "median", "nanmedian", "mode", "argmax", "argmin", "all", "any",
                          "count_nonzero"})
-# A sum over zero padding is what one device gets: the padding adds nothing.
-_PADDING_FREE_REDUCTIONS = frozenset({"sum", "nansum"})
+# Reductions the padding cannot change, by padding value: a sum over zeros, a maximum over -inf, a
+# minimum over +inf is what one device gets.
+_ZERO_FREE = frozenset({"sum", "nansum"})
+_MINUS_INFINITY_FREE = frozenset({"max", "amax"})
+_PLUS_INFINITY_FREE = frozenset({"min", "amin"})
+
 # Builtins whose result holds no tensor.
 _NOT_TENSORS = frozenset({"len", "isinstance", "type", "id", "print", "hasattr", "callable", "repr", "str"})
 # torch.nn.functional losses not named `*_loss`; with their default reduction a loss is one number.
 _LOSSES = frozenset({"cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div"})
 # List and dict methods that put their argument in the receiver.
 _CONTAINER_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "appendleft"})
+
+
+def padding_free_reductions(padding: Optional[cst.BaseExpression]) -> FrozenSet[str]:
+    """The reductions over time that padding with this value (None: the default, zero) leaves unchanged."""
+    if padding is None or is_zero_literal(padding):
+        return _ZERO_FREE
+    negative = isinstance(padding, cst.UnaryOperation) and isinstance(padding.operator, cst.Minus)
+    value = padding.expression if negative else padding
+    infinite = (isinstance(value, cst.Attribute) and value.attr.value == "inf") or (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "float"
+        and len(value.args) == 1 and isinstance(value.args[0].value, cst.SimpleString))
+    if not infinite:
+        return frozenset()
+    if isinstance(value, cst.Call):
+        text = str(value.args[0].value.evaluated_value).strip().lower()
+        if text not in ("inf", "-inf", "+inf", "infinity", "-infinity"):
+            return frozenset()
+        negative = negative != text.startswith("-")
+    return _MINUS_INFINITY_FREE if negative else _PLUS_INFINITY_FREE
 
 
 @dataclass(frozen=True)
@@ -59,25 +82,25 @@ class Escape:
 
 
 def where_unpacked_goes(function: cst.FunctionDef, pad_call: cst.Call, time_dim: Optional[int],
-                        zero_padding: bool, qualified: Callable[[cst.Call], Optional[str]],
+                        padding_free: FrozenSet[str], qualified: Callable[[cst.Call], Optional[str]],
                         is_repack: Callable[[Optional[str]], bool], returns_pair: bool = True) -> Optional[Escape]:
     """The first way the tensor `pad_call` returns leaves `function` padded, or None when every use packs
     it again, pools it harmlessly or drops its time dimension. `time_dim`: 1 with batch_first, 0 without,
     None when unknown; `qualified`: a call's canonical qualified name; `is_repack`: whether a qualified name
     packs (pack_padded_sequence, pack_sequence, PackedSequence); `returns_pair`: the call returns
     (padded, lengths) as pad_packed_sequence does, rather than the padded tensor (pad_sequence)."""
-    walk = _Walk(pad_call, time_dim, zero_padding, qualified, is_repack)
+    walk = _Walk(pad_call, time_dim, padding_free, qualified, is_repack)
     walk.seed = PAIR if returns_pair else PADDED
     walk.statements(function.body.body if isinstance(function.body, cst.IndentedBlock) else [function.body])
     return walk.escape
 
 
 class _Walk:
-    def __init__(self, pad_call: cst.Call, time_dim: Optional[int], zero_padding: bool,
+    def __init__(self, pad_call: cst.Call, time_dim: Optional[int], padding_free: FrozenSet[str],
                  qualified: Callable[[cst.Call], Optional[str]], is_repack: Callable[[Optional[str]], bool]) -> None:
         self.pad_call = pad_call
         self.time_dim = time_dim
-        self.zero_padding = zero_padding
+        self.padding_free = padding_free
         self.qualified = qualified
         self.is_repack = is_repack
         self.names: Dict[str, str] = {}  # local name -> PADDED or PAIR
@@ -303,7 +326,7 @@ class _Walk:
         over = _integer_value(dim) if dim is not None else None
         if dim is not None and over is not None and over >= 0 and self.time_dim is not None and over != self.time_dim:
             return PADDED  # over another dimension: the time dimension is still there
-        if method in _PADDING_FREE_REDUCTIONS and self.zero_padding:
+        if method in self.padding_free:
             # Over time (or everything) the padding adds nothing; over an unknown dimension the time
             # dimension may still be there.
             return None if dim is None or (over is not None and over == self.time_dim) else PADDED

@@ -15,7 +15,9 @@ or it is only indexed at given steps (`out[:, t]` in a loop, `out[rows, position
 
 ### Reductions over time
 A sum over time is the same on every replica as on one device, because the padding is zeros (it is
-flagged when `padding_value` is not zero). A mean, a maximum or minimum, a norm and the other reductions
+flagged when `padding_value` is not zero); so is a maximum over padding of `-inf` and a minimum over
+`+inf`. A loss over the batch with its default reduction (`F.cross_entropy(...)`) is one number and
+leaves no time dimension. A mean, a maximum or minimum over other padding, a norm and the other reductions
 count the padding: each replica pads to its own longest sequence, so the same sequence is pooled over a
 different number of steps than on one device. The gather succeeds and the numbers are wrong; these are
 flagged, with a message that says so. So is `out[:, -1]`, the last padded step, which is a different
@@ -121,11 +123,11 @@ import libcst as cst
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow, PackedSources, PackSite, fresh_name, names_used, trace_to_pack
 from ..analysis.forward_path import PadCall
-from ..analysis.modules import call_argument, is_zero_literal, iter_nodes
+from ..analysis.modules import call_argument, iter_nodes
 from ..analysis.names import dotted_name
 from ..analysis.traversal import children
 from ..analysis.torch_names import PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE, canonical
-from ..analysis.unpacked import POOLED, STORED, UNFOLLOWED, Escape, where_unpacked_goes
+from ..analysis.unpacked import POOLED, STORED, UNFOLLOWED, Escape, padding_free_reductions, where_unpacked_goes
 from ..findings import AppendKeywordArgument, Fix, InsertBeforeStatement, ReplaceExpression, Violation
 from .base import Example, Rule
 
@@ -462,9 +464,9 @@ def _where_unpacked_goes(analysis: FileAnalysis, event: PadCall) -> Optional[Esc
         return Escape(UNFOLLOWED, event.call)  # a lambda's result goes wherever its caller takes it
     time_dim = _literal_time_dimension(call_argument(event.call, 1, "batch_first"))
     padding = call_argument(event.call, 2, "padding_value")
-    zero_padding = padding is None or is_zero_literal(padding)
+    padding_free = padding_free_reductions(padding)
 
-    return where_unpacked_goes(event.function, event.call, time_dim, zero_padding, _qualified_names(analysis, event),
+    return where_unpacked_goes(event.function, event.call, time_dim, padding_free, _qualified_names(analysis, event),
                                _REPACKS.__contains__)
 
 

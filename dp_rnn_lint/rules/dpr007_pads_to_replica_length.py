@@ -73,9 +73,9 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ..analysis import FileAnalysis
-from ..analysis.modules import call_argument, is_zero_literal, iter_nodes
+from ..analysis.modules import call_argument, iter_nodes
 from ..analysis.torch_names import PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE, PAD_SEQUENCE, canonical
-from ..analysis.unpacked import POOLED, STORED, where_unpacked_goes
+from ..analysis.unpacked import POOLED, STORED, padding_free_reductions, where_unpacked_goes
 from ..findings import Violation
 from .base import Example, Rule
 
@@ -146,8 +146,8 @@ class PadsToReplicaLength(Rule):
                 time_dim = 0 if batch_first is None or _is_name(batch_first, "False") else (
                     1 if _is_name(batch_first, "True") else None)
                 padding = call_argument(call, 2, "padding_value")
-                zero_padding = padding is None or is_zero_literal(padding)
-                escape = where_unpacked_goes(forward, call, time_dim, zero_padding, qualified, _REPACKS.__contains__,
+                padding_free = padding_free_reductions(padding)
+                escape = where_unpacked_goes(forward, call, time_dim, padding_free, qualified, _REPACKS.__contains__,
                                              returns_pair=False)
                 if escape is None:
                     continue
