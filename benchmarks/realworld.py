@@ -22,6 +22,7 @@ changed must compile, and the second run must change nothing.
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
 import json
 import os
@@ -132,15 +133,18 @@ def _python_files(tree: Path) -> Dict[str, bytes]:
 
 def _compiles(path: str, data: bytes) -> bool:
     """A Python file compiles; a notebook is valid JSON whose code cells compile (IPython lines masked)."""
+    flags = 0
     try:
         if path.endswith(".ipynb"):
-            sys.path.insert(0, str(REPO))
+            if str(REPO) not in sys.path:
+                sys.path.insert(0, str(REPO))
             from dp_rnn_lint.notebooks import NotebookProblem, view_of
             try:
                 data = view_of(data)
             except NotebookProblem:
                 return False
-        compile(data, path, "exec", dont_inherit=True)
+            flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT  # as IPython runs cells, and as the linter checks its fixes
+        compile(data, path, "exec", flags=flags, dont_inherit=True)
     except (SyntaxError, ValueError):
         return False
     return True

@@ -129,12 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _print_diff(result: FileResult, out: TextIO) -> None:
-    def decode(data: bytes) -> List[str]:
+    def decode(data: bytes) -> str:
         try:
-            text = decode_source(data)
+            return decode_source(data)
         except FileProblem:
-            text = data.decode("utf-8", "replace")
-        return text.splitlines(keepends=True)
+            return data.decode("utf-8", "replace")
 
     import difflib  # only --diff needs it
 
@@ -148,9 +147,7 @@ def _print_diff(result: FileResult, out: TextIO) -> None:
     else:
         pairs = [(name, decode(result.original or b""), decode(result.fixed or b""))]
     for shown, old, new in pairs:
-        if isinstance(old, str):
-            old, new = old.splitlines(keepends=True), new.splitlines(keepends=True)
-        for line in difflib.unified_diff(old, new, shown, shown):
+        for line in difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), shown, shown):
             out.write(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
 
 
@@ -309,10 +306,11 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
             parser.error("- (standard input) cannot be combined with other paths")
         stdin_raw = stdin_source = sys.stdin.buffer.read()
         [(_, settings)] = settings_per_path
-        notebook_problem = None
+        notebook_problem = stdin_notebook = None
         if notebooks.is_notebook(stdin_name):
             try:
-                stdin_source = notebooks.view_of(stdin_raw)
+                stdin_notebook = notebooks.parse_notebook(stdin_raw)
+                stdin_source = notebooks.python_view(stdin_notebook)
             except notebooks.NotebookProblem as problem:
                 notebook_problem = str(problem)
         if settings.force_exclude and excluded_path(stdin_name, settings.exclusions, settings.root):
@@ -401,9 +399,9 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
         # The fixed source replaces the editor's buffer; what could not be fixed goes where it shows messages.
         [result] = results
         fixed = result.fixed
-        if fixed is not None and notebooks.is_notebook(stdin_name):
+        if fixed is not None and stdin_notebook is not None:
             try:
-                fixed = notebooks.with_fixed_view(stdin_raw, stdin_source, fixed)
+                fixed = notebooks.with_fixed_view(stdin_notebook, stdin_source, fixed)
             except notebooks.NotebookProblem as problem:
                 fixed, result.problem = None, str(problem)
                 err.write(f"error: {located_problem(result.path, result.problem)}\n")

@@ -221,16 +221,18 @@ def write_atomically(path: str, data: bytes, expected_original: bytes) -> None:
     For a notebook, `data` and `expected_original` are Python views: the changed cells are spliced
     into the notebook's JSON."""
     raw = current = read_bytes(path)
+    notebook = None
     if notebooks.is_notebook(path):
         try:
-            current = notebooks.view_of(raw)
+            notebook = notebooks.parse_notebook(raw)
+            current = notebooks.python_view(notebook)
         except notebooks.NotebookProblem:
             current = None  # it was a readable notebook when it was linted
     if current != expected_original:
         raise FileProblem("changed on disk while it was being fixed; not overwritten")
-    if notebooks.is_notebook(path):
+    if notebook is not None:
         try:
-            data = notebooks.with_fixed_view(raw, expected_original, data)
+            data = notebooks.with_fixed_view(notebook, expected_original, data)
         except notebooks.NotebookProblem as error:
             raise FileProblem(str(error)) from error
     target = os.path.realpath(path)

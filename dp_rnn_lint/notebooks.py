@@ -317,9 +317,9 @@ def located_in_cells(findings: Sequence, starts: Sequence[Tuple[int, int]]) -> l
 
 # --- writing a fixed view back --------------------------------------------------------------------
 
-def with_fixed_view(raw: bytes, view: bytes, fixed_view: bytes) -> bytes:
-    """The notebook's bytes with the cells whose code differs between the two views rewritten."""
-    notebook = parse_notebook(raw)
+def with_fixed_view(notebook: Notebook, view: bytes, fixed_view: bytes) -> bytes:
+    """The notebook's bytes with the cells whose code differs between the two views rewritten (the
+    notebook as parse_notebook read it: the caller has parsed it already to make `view`)."""
     before = {number: text for number, _, text in cell_texts(view.decode("utf-8"))}
     after = cell_texts(fixed_view.decode("utf-8"))
     if [number for number, _, _ in after] != list(before):

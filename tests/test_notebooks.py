@@ -260,7 +260,7 @@ def test_the_view_maps_back_to_the_cells():
     assert notebooks.cell_starts(view) == [(3, 1), (6, 3)]
     assert notebooks.in_cell(7, notebooks.cell_starts(view)) == (3, 2)
     assert [notebooks.unmasked(text) for _, _, text in notebooks.cell_texts(view)] == ["%time x = 1\ny = 2\n", "z = 3\n"]
-    assert notebooks.with_fixed_view(raw, view.encode(), view.encode()) == raw
+    assert notebooks.with_fixed_view(notebooks.parse_notebook(raw), view.encode(), view.encode()) == raw
 
 
 def raw_notebook(path: Path, *sources) -> None:

@@ -106,6 +106,29 @@ def call_argument(call: cst.Call, position: int, keyword: str) -> Optional[cst.B
     return positional[position].value if len(positional) > position else None
 
 
+def literal_time_dimension(batch_first: Optional[cst.BaseExpression]) -> Optional[int]:
+    """The time dimension of a padded tensor: 1 for `batch_first=True`, 0 for False or none given; None
+    when it is an expression."""
+    if batch_first is None or (isinstance(batch_first, cst.Name) and batch_first.value == "False"):
+        return 0
+    if isinstance(batch_first, cst.Name) and batch_first.value == "True":
+        return 1
+    return None
+
+
+def returned_parts(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The returned expression, and the elements of returned tuples, lists and dicts, nested."""
+    stack: List[cst.BaseExpression] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Tuple, cst.List)):
+            stack.extend(element.value for element in reversed(node.elements))
+        elif isinstance(node, cst.Dict):
+            stack.extend(element.value for element in reversed(node.elements) if isinstance(element, cst.DictElement))
+        else:
+            yield node
+
+
 def is_zero_literal(node: Optional[cst.BaseExpression]) -> bool:
     """`0`, `0.0`, `0x0`, `0_0`...: a number literal whose value is zero (libcst keeps its source text)."""
     if not isinstance(node, (cst.Integer, cst.Float)):

@@ -20,11 +20,15 @@ from typing import Callable, Dict, FrozenSet, Iterable, Optional
 import libcst as cst
 
 from .modules import call_argument, is_zero_literal, iter_nodes
+from .torch_names import PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE
 from .traversal import children
 
 # What a value holds, as far as the walk is concerned.
 PADDED = "padded"  # a tensor padded to the replica's longest sequence (or something holding one)
 PAIR = "pair"  # what pad_packed_sequence returns: (padded, lengths)
+
+# The calls that pack a padded tensor again: what they return is a PackedSequence, not a padded tensor.
+REPACKS = frozenset({PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE})
 
 # Why the padded tensor counts as leaving the replica.
 RETURNED, STORED, POOLED, UNFOLLOWED = "returned", "stored", "pooled", "unfollowed"

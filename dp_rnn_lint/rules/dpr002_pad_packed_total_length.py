@@ -123,11 +123,11 @@ import libcst as cst
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow, PackedSources, PackSite, fresh_name, names_used, trace_to_pack
 from ..analysis.forward_path import PadCall
-from ..analysis.modules import call_argument, iter_nodes
+from ..analysis.modules import call_argument, iter_nodes, literal_time_dimension
 from ..analysis.names import dotted_name
 from ..analysis.traversal import children
-from ..analysis.torch_names import PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE, canonical
-from ..analysis.unpacked import POOLED, STORED, UNFOLLOWED, Escape, padding_free_reductions, where_unpacked_goes
+from ..analysis.torch_names import PACK_PADDED_SEQUENCE, PACKED_SEQUENCE, canonical
+from ..analysis.unpacked import POOLED, REPACKS, STORED, UNFOLLOWED, Escape, padding_free_reductions, where_unpacked_goes
 from ..findings import AppendKeywordArgument, Fix, InsertBeforeStatement, ReplaceExpression, Violation
 from .base import Example, Rule
 
@@ -319,7 +319,7 @@ class PadPackedTotalLength(Rule):
         if any(binding.seq < pack_seq for binding in helper_flow.bindings.get(padded.value, ())):
             return f"the helper `{helper.name.value}()` changes `{padded.value}` before packing it"
         batch_first = call_argument(site.call, 2, "batch_first")
-        if _literal_time_dimension(batch_first) is None:
+        if literal_time_dimension(batch_first) is None:
             return f"batch_first in the helper `{helper.name.value}()` is an expression"
         params = [param.name.value for param in helper.params.params]
         position = params.index(padded.value) - 1 if padded.value in params else -1  # after self
@@ -456,18 +456,15 @@ def _on_one_line(code: str) -> str:
     return f"({code})" if "\n" in code else code
 
 
-_REPACKS = frozenset({PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE})
-
-
 def _where_unpacked_goes(analysis: FileAnalysis, event: PadCall) -> Optional[Escape]:
     if not isinstance(event.function, cst.FunctionDef):
         return Escape(UNFOLLOWED, event.call)  # a lambda's result goes wherever its caller takes it
-    time_dim = _literal_time_dimension(call_argument(event.call, 1, "batch_first"))
+    time_dim = literal_time_dimension(call_argument(event.call, 1, "batch_first"))
     padding = call_argument(event.call, 2, "padding_value")
     padding_free = padding_free_reductions(padding)
 
     return where_unpacked_goes(event.function, event.call, time_dim, padding_free, _qualified_names(analysis, event),
-                               _REPACKS.__contains__)
+                               REPACKS.__contains__)
 
 
 def _qualified_names(analysis: FileAnalysis, event: PadCall) -> Callable[[cst.Call], Optional[str]]:
@@ -493,15 +490,6 @@ def _is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
 
 
-def _literal_time_dimension(batch_first: Optional[cst.BaseExpression]) -> Optional[int]:
-    """1 for `batch_first=True`, 0 for False or none given; None when it is an expression."""
-    if batch_first is None or (isinstance(batch_first, cst.Name) and batch_first.value == "False"):
-        return 0
-    if isinstance(batch_first, cst.Name) and batch_first.value == "True":
-        return 1
-    return None
-
-
 def _time_dimension(module: cst.Module, batch_first: Optional[cst.BaseExpression]) -> str:
-    known = _literal_time_dimension(batch_first)
+    known = literal_time_dimension(batch_first)
     return str(known) if known is not None else f"1 if {module.code_for_node(batch_first)} else 0"

@@ -73,7 +73,7 @@ import libcst as cst
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow
 from ..analysis.forward_path import ForwardPath, Invocation
-from ..analysis.modules import ModuleClass, call_argument, iter_nodes
+from ..analysis.modules import ModuleClass, call_argument, iter_nodes, returned_parts
 from ..findings import Violation
 from .base import Example, Rule
 
@@ -177,7 +177,7 @@ class HiddenStateCrossesDataParallel(Rule):
         for statement in iter_nodes(forward.body, (cst.Return,), skip_nested_scopes=True):
             if statement.value is None:
                 continue
-            parts = list(_returned_parts(statement.value))
+            parts = list(returned_parts(statement.value))
             outputs = [node for node in parts if isinstance(node, cst.Call) and node in calls]
             states = [node for node in parts if isinstance(node, cst.Name) and _is_hidden_state(node, hidden, flow)]
             # One finding per return statement: `return out, (h_n, c_n)` is one mistake.
@@ -235,16 +235,3 @@ def _is_hidden_state(node: cst.Name, hidden: Dict[str, List[int]], flow: Functio
         return False
     return any(not flow.rebound_between(node.value, call_seq, site.seq) and site.seq > call_seq
                for call_seq in hidden[node.value])
-
-
-def _returned_parts(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The returned expression, and the elements of returned tuples, lists and dicts, nested."""
-    stack: List[cst.BaseExpression] = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.Tuple, cst.List)):
-            stack.extend(element.value for element in reversed(node.elements))
-        elif isinstance(node, cst.Dict):
-            stack.extend(element.value for element in reversed(node.elements) if isinstance(element, cst.DictElement))
-        else:
-            yield node

@@ -65,7 +65,7 @@ from typing import Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from ..analysis import FileAnalysis
-from ..analysis.modules import ModuleClass, iter_nodes, self_name
+from ..analysis.modules import ModuleClass, is_self_attribute, iter_nodes, self_name
 from ..analysis.torch_names import canonical, is_module_base, rnn_kind
 from ..findings import Violation
 from .base import Example, Rule
@@ -195,7 +195,7 @@ class _Events:
             return
         if isinstance(node, cst.AugAssign):
             self.walk(node.value, me)
-            if _is_self_attribute(node.target, me):
+            if is_self_attribute(node.target, me) is not None:
                 self._event("read", node.target.attr.value, node.target)
                 self._event("write", node.target.attr.value, _Augmented(node.target))
             else:
@@ -208,7 +208,7 @@ class _Events:
             if attr is not None:
                 self._event("write", attr, node)
             return
-        if _is_self_attribute(node, me):
+        if is_self_attribute(node, me) is not None:
             self._event("read", node.attr.value, node)
             return
         for child in node.children:
@@ -216,7 +216,7 @@ class _Events:
 
     def _write_target(self, target: cst.BaseExpression, me: str, node: cst.CSTNode) -> None:
         for element in _target_elements(target):
-            if _is_self_attribute(element, me):
+            if is_self_attribute(element, me) is not None:
                 self._event("write", element.attr.value, element)
             else:
                 self.walk(element, me)  # `self.cache[key] = v` reads self.cache
@@ -235,10 +235,6 @@ def _target_elements(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]
         yield from _target_elements(target.value)
     else:
         yield target
-
-
-def _is_self_attribute(node: cst.CSTNode, me: str) -> bool:
-    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == me
 
 
 def _setattr_on(call: cst.Call, me: str) -> Optional[str]:
@@ -271,7 +267,7 @@ def _attribute_kinds(analysis: FileAnalysis, cls: ModuleClass) -> Tuple[Set[str]
                 if isinstance(node.value, (cst.Integer, cst.Float, cst.SimpleString, cst.UnaryOperation)) or (
                         isinstance(node.value, cst.Name) and node.value.value in ("None", "True", "False")):
                     plain.update(target.target.attr.value for target in node.targets
-                                 if _is_self_attribute(target.target, me))
+                                 if is_self_attribute(target.target, me) is not None)
                     continue
                 if not isinstance(node.value, cst.Call):
                     continue
@@ -281,6 +277,6 @@ def _attribute_kinds(analysis: FileAnalysis, cls: ModuleClass) -> Tuple[Set[str]
                 if callee in _STRUCTURAL_CALLS or is_module_base(callee) or rnn_kind(callee) or local is not None or (
                         callee is not None and callee.startswith("torch.nn.") and callee.rsplit(".", 1)[1][:1].isupper()):
                     for target in node.targets:
-                        if _is_self_attribute(target.target, me):
+                        if is_self_attribute(target.target, me) is not None:
                             found.add(target.target.attr.value)
     return found, plain

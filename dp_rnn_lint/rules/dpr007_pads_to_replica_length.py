@@ -73,9 +73,9 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ..analysis import FileAnalysis
-from ..analysis.modules import call_argument, iter_nodes
-from ..analysis.torch_names import PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE, PAD_SEQUENCE, canonical
-from ..analysis.unpacked import POOLED, STORED, padding_free_reductions, where_unpacked_goes
+from ..analysis.modules import call_argument, iter_nodes, literal_time_dimension
+from ..analysis.torch_names import PAD_SEQUENCE, canonical
+from ..analysis.unpacked import POOLED, REPACKS, STORED, padding_free_reductions, where_unpacked_goes
 from ..findings import Violation
 from .base import Example, Rule
 
@@ -87,7 +87,7 @@ _MESSAGE = (
 _HOW = {STORED: "is stored on the module", POOLED: "is pooled over time ({reduction})"}
 # Uses after which nothing padded to the replica's length leaves: packed again, or padded out with F.pad
 # (to a length the caller chose, as the page shows).
-_REPACKS = frozenset({PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE, "torch.nn.functional.pad"})
+_REPACKS = REPACKS | {"torch.nn.functional.pad"}
 
 
 class PadsToReplicaLength(Rule):
@@ -142,9 +142,7 @@ class PadsToReplicaLength(Rule):
             for call in iter_nodes(forward.body, (cst.Call,), skip_nested_scopes=True):
                 if qualified(call) != PAD_SEQUENCE:
                     continue
-                batch_first = call_argument(call, 1, "batch_first")
-                time_dim = 0 if batch_first is None or _is_name(batch_first, "False") else (
-                    1 if _is_name(batch_first, "True") else None)
+                time_dim = literal_time_dimension(call_argument(call, 1, "batch_first"))
                 padding = call_argument(call, 2, "padding_value")
                 padding_free = padding_free_reductions(padding)
                 escape = where_unpacked_goes(forward, call, time_dim, padding_free, qualified, _REPACKS.__contains__,
@@ -155,7 +153,3 @@ class PadsToReplicaLength(Rule):
                 effect = "a pooled value counts other padding than one device would" if escape.kind == POOLED else (
                     "the caller sees a batch padded differently per replica")
                 yield Violation(self.code, _MESSAGE.format(how=how, effect=effect, site=site), call)
-
-
-def _is_name(node: cst.BaseExpression, name: str) -> bool:
-    return isinstance(node, cst.Name) and node.value == name

@@ -74,14 +74,14 @@ Put `# noqa: DPR008` on the reported line.
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Set
+from typing import Iterator, Optional, Set
 
 import libcst as cst
 
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow, PackSite, trace_to_pack
 from ..analysis.forward_path import Invocation, PadCall
-from ..analysis.modules import ModuleClass, call_argument, iter_nodes
+from ..analysis.modules import ModuleClass, call_argument, iter_nodes, returned_parts
 from ..analysis.torch_names import PACK_PADDED_SEQUENCE, PACK_SEQUENCE, canonical
 from ..findings import Violation
 from .base import Example, Rule
@@ -254,7 +254,7 @@ class _Forward:
         for statement in iter_nodes(self.forward.body, (cst.Return,), skip_nested_scopes=True):
             if statement.value is None:
                 continue
-            for part in _returned_parts(statement.value):
+            for part in returned_parts(statement.value):
                 what = self._packed_origin(part)
                 if what is not None:
                     yield part, what
@@ -277,16 +277,3 @@ def _names_packed_sequence(annotation: cst.BaseExpression) -> bool:
     node = annotation.value if isinstance(annotation, cst.Subscript) else annotation  # Optional[...] is not looked into
     return (isinstance(node, cst.Name) and node.value == "PackedSequence") or (
         isinstance(node, cst.Attribute) and node.attr.value == "PackedSequence")
-
-
-def _returned_parts(value: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The returned expression, and the elements of returned tuples, lists and dicts, nested."""
-    stack: List[cst.BaseExpression] = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.Tuple, cst.List)):
-            stack.extend(element.value for element in reversed(node.elements))
-        elif isinstance(node, cst.Dict):
-            stack.extend(element.value for element in reversed(node.elements) if isinstance(element, cst.DictElement))
-        else:
-            yield node
