@@ -24,7 +24,10 @@ NOTEBOOK_SUFFIX = ".ipynb"
 # Line 1 of every view, so that a coding comment in the first cell cannot change how the view decodes.
 _VIEW_HEADER = "# -*- coding: utf-8 -*-\n"
 _MARKER = "# ~~ dp-rnn-lint: notebook cell {} ~~"
-_MARKER_LINE = re.compile(r"^# ~~ dp-rnn-lint: notebook cell (\d+) ~~\r?$", re.MULTILINE)
+# IPython removes a cell's leading indent before running it; the view keeps the cell's columns and
+# opens a block on the marker line instead.
+_INDENTED_CELL = "if True:  "
+_MARKER_LINE = re.compile(r"^(?:if True:  )?# ~~ dp-rnn-lint: notebook cell (\d+) ~~\r?$", re.MULTILINE)
 _MASK = "pass  # dp-rnn-lint masked IPython: "
 _MASKED_LINE = re.compile(r"^([ \t]*)pass  # dp-rnn-lint masked IPython: (.*)$")
 # A line masked whole (a continuation line, a cell magic's first line): it comes back as the comment holds it.
@@ -169,8 +172,8 @@ def python_view(notebook: Notebook) -> bytes:
     newline = "\r\n" if any("\r\n" in cell.source for cell in code[:1]) else "\n"
     parts = [_VIEW_HEADER.replace("\n", newline)]
     for cell in code:
-        parts.append(_MARKER.format(cell.number) + newline)
         body = _masked(cell.source)
+        parts.append((_INDENTED_CELL if _starts_indented(body) else "") + _MARKER.format(cell.number) + newline)
         # Every cell ends with a line break, so that the next marker starts a line (with_fixed_view
         # takes it off again where the cell had none).
         parts.append(body + (newline if body and not body.endswith("\n") else ""))
@@ -179,6 +182,15 @@ def python_view(notebook: Notebook) -> bytes:
 
 def view_of(raw: bytes) -> bytes:
     return python_view(parse_notebook(raw))
+
+
+def _starts_indented(body: str) -> bool:
+    """Whether the cell's first statement line is indented (IPython dedents such a cell). A leading
+    comment cannot open the view's block, so such a cell is left as written."""
+    for line in body.splitlines():
+        if line.strip():
+            return line[:1] in " \t" and not line.lstrip().startswith("#")
+    return False
 
 
 def _masked(source: str) -> str:

@@ -326,3 +326,29 @@ def test_odd_json_gets_one_error_line_and_no_traceback(tmp_path, capsys, content
     status, _, err = lint(capsys, "--fix", str(path))
     assert status == 1 and err.count("\n") == 1 and problem in err and "Traceback" not in err
     assert path.read_text() == content
+
+
+def test_a_cell_ipython_dedents_is_linted_and_fixed_at_its_own_columns(tmp_path, capsys):
+    # IPython strips the first line's indent from every line of a cell before running it, so a cell
+    # pasted one space in (a shell escape, or a whole model) runs, and must not read as a syntax error.
+    path = tmp_path / "pasted.ipynb"
+    model = "".join(" " + line if line.strip() else line for line in (
+        "import torch.nn as nn\n"
+        "class Encoder(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.lstm = nn.LSTM(4, 4)\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        return self.lstm(x)\n").splitlines(keepends=True))
+    shell = ' !tts --text "hi" \\\n      --out_path out.wav'
+    write_notebook(path, new_code_cell(shell), new_code_cell(model))
+    status, out, err = lint(capsys, "--format", "concise", str(path))
+    assert "cannot parse" not in out + err
+    assert [line.split(": ")[0].rsplit(":", 3)[-3:] for line in out.splitlines() if "DPR" in line] == \
+        [["cell 2", "8", "17"]]
+    lint(capsys, "--fix", str(path))
+    fixed = nbformat.read(str(path), as_version=4)
+    assert fixed.cells[0].source == shell
+    assert fixed.cells[1].source == model.replace("     def forward(self, x):\n",
+                                                  "     def forward(self, x):\n         self.lstm.flatten_parameters()\n")
