@@ -119,7 +119,7 @@ def assert_same(left, right, exact):
 # Each shape of DPR002's fix, with a batch of six that two and three replicas both split evenly.
 DPR002_FIX_SHAPES = ["faq_lstm_batch_first", "rebind_pack_statement", "nonliteral_batch_first", "hoisted_embedding_input",
                      "conditional_pack_packed_lstm", "helper_packs_its_input", "rebuilt_packed_sequence_highway",
-                     "mean_pooled_over_time"]
+                     "mean_pooled_over_time", "truncated_to_longest_before_packing", "packs_only_a_padded_input"]
 
 
 @pytest.mark.parametrize("replicas", [2, 3])

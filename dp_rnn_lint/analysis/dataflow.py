@@ -2,13 +2,14 @@
 
 Enough flow to trace `pad_packed_sequence(out)` back through `out, _ = self.lstm(packed)` to the
 `pack_padded_sequence(x, ...)` that made `packed`, and to tell whether `x` was rebound in between.
-Branches and loops are not told apart: the latest binding earlier in the source wins.
+The latest binding earlier in the source wins, except one in the other arm of an `if` that holds the
+use; loops are not told apart.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Set, Union
+from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
@@ -23,6 +24,7 @@ class BindingSite:
     seq: int
     value: Optional[cst.BaseExpression]  # None when the bound value cannot be followed (loop target...)
     tuple_index: Optional[int]  # position in `a, b = value`, None for a plain `a = value`
+    target: Optional[cst.CSTNode] = None  # the bound name's node, where the binding is in the source
 
 
 class FunctionFlow(Visitor):
@@ -36,6 +38,7 @@ class FunctionFlow(Visitor):
         self.insertion_point: Dict[cst.CSTNode, Optional[cst.BaseStatement]] = {}
         self.bindings: Dict[str, List[BindingSite]] = {}
         self._seq = 0
+        self._parents: Optional[Dict[int, cst.CSTNode]] = None
         self._statements = StatementTracker()
         walk(function.body, self)
 
@@ -94,20 +97,74 @@ class FunctionFlow(Visitor):
 
     def _bind_target(self, target: cst.CSTNode, value: Optional[cst.BaseExpression], opaque: bool = False) -> None:
         if isinstance(target, cst.Name):
-            self._bind(target.value, value, None)
+            self._bind(target.value, value, None, target)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for index, element in enumerate(target.elements):
                 if isinstance(element.value, cst.Name):
-                    self._bind(element.value.value, None if opaque else value, index)
+                    self._bind(element.value.value, None if opaque else value, index, element.value)
                 else:
                     self._bind_target(element.value, None, opaque=True)
 
-    def _bind(self, name: str, value: Optional[cst.BaseExpression], index: Optional[int]) -> None:
-        self.bindings.setdefault(name, []).append(BindingSite(self._seq, value, index))
+    def _bind(self, name: str, value: Optional[cst.BaseExpression], index: Optional[int],
+              target: Optional[cst.CSTNode] = None) -> None:
+        self.bindings.setdefault(name, []).append(BindingSite(self._seq, value, index, target))
 
-    def binding_before(self, name: str, seq: int) -> Optional[BindingSite]:
-        found = [site for site in self.bindings.get(name, ()) if site.seq < seq]
+    def binding_before(self, name: str, seq: int, use: Optional[cst.CSTNode] = None) -> Optional[BindingSite]:
+        """The binding of `name` that a read at `seq` sees last; given the read's node, one in the other
+        arm of an `if` holding the read does not count."""
+        found = [site for site in self.bindings.get(name, ()) if site.seq < seq
+                 and (use is None or site.target is None or not self.in_other_arms(site.target, use))]
         return found[-1] if found else None
+
+    def binding_in_other_arm(self, name: str, site: BindingSite, use: cst.CSTNode) -> Optional[BindingSite]:
+        """When `site` is in one arm of an `if` that ends before `use`, the last binding of `name` in
+        the other arm: the value `use` sees when that arm ran instead."""
+        if site.target is None:
+            return None
+        seq = self.seq_of.get(use)
+        branch = self._innermost_if_apart(site.target, use)
+        if branch is None or seq is None:
+            return None
+        found = [other for other in self.bindings.get(name, ()) if other.seq < seq and other.target is not None
+                 and self._innermost_if_apart(other.target, use) is branch and self.in_other_arms(other.target, site.target)]
+        return found[-1] if found else None
+
+    def parent_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        if self._parents is None:
+            parents: Dict[int, cst.CSTNode] = {}
+            stack: list = [self.function]
+            while stack:
+                current = stack.pop()
+                for child in children(current):
+                    parents[id(child)] = current
+                    stack.append(child)
+            self._parents = parents
+        return self._parents.get(id(node))
+
+    def _arms(self, node: cst.CSTNode) -> Dict[int, Tuple[cst.If, str]]:
+        """For each `if` above the node (by id): the `if` and the arm the node is in."""
+        arms: Dict[int, Tuple[cst.If, str]] = {}
+        child, parent = node, self.parent_of(node)
+        while parent is not None:
+            if isinstance(parent, cst.If) and child is not parent.test:
+                arms[id(parent)] = (parent, "body" if child is parent.body else "orelse")
+            child, parent = parent, self.parent_of(parent)
+        return arms
+
+    def in_other_arms(self, first: cst.CSTNode, second: cst.CSTNode) -> bool:
+        """Whether the two nodes sit in different arms of one `if` (so at most one of them runs)."""
+        second_arms = self._arms(second)
+        return any(key in second_arms and second_arms[key][1] != arm for key, (_, arm) in self._arms(first).items())
+
+    def _innermost_if_apart(self, node: cst.CSTNode, use: cst.CSTNode) -> Optional[cst.If]:
+        """The innermost `if` holding `node` in one of its arms but not holding `use`."""
+        use_arms = self._arms(use)
+        child, parent = node, self.parent_of(node)
+        while parent is not None:
+            if isinstance(parent, cst.If) and child is not parent.test and id(parent) not in use_arms:
+                return parent
+            child, parent = parent, self.parent_of(parent)
+        return None
 
     def rebound_between(self, name: str, start: int, end: int) -> bool:
         return any(start < site.seq < end for site in self.bindings.get(name, ()))
@@ -204,19 +261,31 @@ def trace_to_pack(
         seq = flow.seq_of.get(expr, before)
         if seq is None:
             return "the packed sequence's origin cannot be followed"
-        site = flow.binding_before(expr.value, seq)
+        site = flow.binding_before(expr.value, seq, expr)
         if site is None:
             if expr.value in flow.parameters:
                 return f"the packed sequence is the parameter `{expr.value}`"
             return f"`{expr.value}` is not assigned in this method"
-        if site.value is None:
-            return f"`{expr.value}` is bound by a loop, `with` or another statement this linter cannot follow"
-        if site.tuple_index is None:
-            return follow(site.value, site.seq, output=rnn_output)
-        if site.tuple_index == 0 and isinstance(site.value, cst.Call) and not rnn_output:
-            return follow(site.value, site.seq, output=True)
-        return f"`{expr.value}` is not the output of an RNN call"
+        found = _follow_binding(expr.value, site, rnn_output, follow)
+        if isinstance(found, str):
+            # `if not packed: x = pack(...) else: x = given`: the arm that packs is the one to measure in
+            # (the fix leaves the other paths as they were).
+            other = flow.binding_in_other_arm(expr.value, site, expr)
+            alternative = _follow_binding(expr.value, other, rnn_output, follow) if other is not None else None
+            if isinstance(alternative, PackSite):
+                return alternative
+        return found
     return "the packed sequence comes from an expression this linter cannot follow"
+
+
+def _follow_binding(name: str, site: BindingSite, rnn_output: bool, follow) -> Union[PackSite, str]:
+    if site.value is None:
+        return f"`{name}` is bound by a loop, `with` or another statement this linter cannot follow"
+    if site.tuple_index is None:
+        return follow(site.value, site.seq, output=rnn_output)
+    if site.tuple_index == 0 and isinstance(site.value, cst.Call) and not rnn_output:
+        return follow(site.value, site.seq, output=True)
+    return f"`{name}` is not the output of an RNN call"
 
 
 def _through_helper(call: cst.Call, helper: cst.FunctionDef, is_pack_call, is_module_call, depth: int,

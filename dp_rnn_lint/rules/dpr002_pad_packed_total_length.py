@@ -97,9 +97,13 @@ tensor's time dimension: `.size(1)` with `batch_first=True`, `.size(0)` without,
   pack call is given that local: only when the expression is the first thing its statement evaluates
   besides plain names and attributes, so what runs, and in what order, is unchanged.
 - When the pack runs only in a branch or loop that the pad call is not in (`if not isinstance(x,
-  PackedSequence): x = pack_padded_sequence(x, ...)`), the size is measured in that branch and
-  `total_length = None` (pad_packed_sequence's default) goes before the branch, so the other paths
-  behave as before.
+  PackedSequence): x = pack_padded_sequence(x, ...)`, or an `else` arm that takes the caller's packed
+  sequence), the size is measured in that branch and `total_length = None` (pad_packed_sequence's
+  default) goes before the branch, so the other paths behave as before.
+- When the padded input is cut to the batch's longest sequence just before it is packed (`x =
+  x[order][:, :lengths.max()]`: slices and sort orders only), the size is measured before the cut,
+  since after it each replica has its own length again. When the pack's input is an expression computed
+  from a tensor cut so, nothing in `forward` still has the full length, and no fix is offered.
 - When a helper method packs one of its parameters and returns the packed sequence
   (`encoded = self.encode(embedded, lengths)`), the size is measured from what the call passes.
 
@@ -355,6 +359,11 @@ class PadPackedTotalLength(Rule):
             if statement is None or not _hoistable(site.call, padded, statement, parents):
                 return ("the input to pack_padded_sequence() is an expression that cannot be moved to a line of "
                         "its own before the call")
+            cut = next((name.value for name in iter_nodes(padded, (cst.Name,))
+                        if name.value in flow.bindings and _before_cuts(flow, name, statement, parents) is not statement), None)
+            if cut is not None:
+                return (f"the input to pack_padded_sequence() is computed from `{cut}` after it was cut to this "
+                        "replica's longest sequence, which leaves no full length to measure")
             local = fresh_name("padded", taken)
             taken = taken | {local}
             code = analysis.module.code_for_node(padded)
@@ -363,6 +372,13 @@ class PadPackedTotalLength(Rule):
             padded_name, rebound = local, False
         else:
             padded_name, rebound = padded.value, flow.rebound_between(padded.value, pack_seq, pad_seq)
+        measure_at = statement
+        if isinstance(padded, cst.Name) and statement is not None:
+            # `x = x[:, :lengths.max()]` before packing cuts x to this replica's longest sequence: the
+            # full length is the one before the cut.
+            before_cut = _before_cuts(flow, padded, statement, parents)
+            if before_cut is not statement:
+                measure_at, rebound = before_cut, True
         size_expr = f"{padded_name}.size({dimension})"
         if not rebound and outer is None:
             return size_expr, (*edits, AppendKeywordArgument(event.call, "total_length", size_expr)), False
@@ -372,9 +388,61 @@ class PadPackedTotalLength(Rule):
         if outer is not None:
             edits.insert(0, InsertBeforeStatement(outer, ((0, f"{total} = None"),)))
         # After the hoisted input, before the pack statement: the same statement gets both lines, in order.
-        edits.append(InsertBeforeStatement(statement, ((0, f"{total} = {size_expr}"),)))
+        edits.append(InsertBeforeStatement(measure_at, ((0, f"{total} = {size_expr}"),)))
         edits.append(AppendKeywordArgument(event.call, "total_length", total))
         return size_expr, _merged(edits), True
+
+
+def _before_cuts(flow: FunctionFlow, padded: cst.Name, statement: cst.CSTNode, parents: Dict[int, cst.CSTNode]) -> cst.CSTNode:
+    """The statement before which `padded` still has its full length: the pack statement, or the first
+    of the statements just before it, in its block, that only slice `padded` into itself (`x = x[:, :n]`,
+    `x = x[order]` with `order` from a sort)."""
+    block = parents.get(id(statement))
+    earliest, use = statement, padded
+    while isinstance(block, cst.IndentedBlock):
+        site = flow.binding_before(padded.value, flow.seq_of.get(use, 0), use)
+        if site is None or site.target is None or not _slices_of(flow, site.value, padded.value):
+            break
+        line = site.target
+        while line is not None and not isinstance(line, cst.SimpleStatementLine):
+            line = parents.get(id(line))
+        if line is None or parents.get(id(line)) is not block or not isinstance(line.body[0], cst.Assign) \
+                or line.body[0].value is not site.value or len(line.body[0].targets) != 1:
+            break
+        earliest = line
+        use = next(node for node in iter_nodes(site.value, (cst.Name,)) if node.value == padded.value)
+    return earliest
+
+
+def _slices_of(flow: FunctionFlow, value: Optional[cst.BaseExpression], name: str) -> bool:
+    """Whether `value` is `name` subscripted only by slices and by sort orders, which keep every
+    dimension where it was."""
+    if not isinstance(value, cst.Subscript):
+        return False
+    while isinstance(value, cst.Subscript):
+        for element in value.slice:
+            if isinstance(element.slice, cst.Slice):
+                continue
+            index = element.slice.value if isinstance(element.slice, cst.Index) else None
+            if not (len(value.slice) == 1 and _is_sort_order(flow, index)):
+                return False
+        value = value.value
+    return isinstance(value, cst.Name) and value.value == name
+
+
+def _is_sort_order(flow: FunctionFlow, index: Optional[cst.BaseExpression]) -> bool:
+    """`order` from `_, order = t.sort(...)` / `torch.sort(...)`, or `t.argsort(...)` itself: a tensor of
+    positions, so indexing with it keeps the dimension."""
+    def sorts(call: Optional[cst.BaseExpression], names: Tuple[str, ...]) -> bool:
+        return isinstance(call, cst.Call) and isinstance(call.func, (cst.Attribute, cst.Name)) and \
+            (call.func.attr.value if isinstance(call.func, cst.Attribute) else call.func.value) in names
+    if sorts(index, ("argsort",)):
+        return True
+    if not isinstance(index, cst.Name) or flow.seq_of.get(index) is None:
+        return False
+    site = flow.binding_before(index.value, flow.seq_of[index], index)
+    return site is not None and (site.tuple_index == 1 and sorts(site.value, ("sort",))
+                                 or site.tuple_index is None and sorts(site.value, ("argsort",)))
 
 
 def _merged(edits: list) -> tuple:
