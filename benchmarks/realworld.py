@@ -44,6 +44,24 @@ _MATERIALISED = (".py", ".ipynb", "pyproject.toml", "setup.cfg", "setup.py")
 _ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")
 
 
+def _why_no_fix(message: str) -> str:
+    """The reason a finding's message gives for offering no fix: "(<why>, so no fix is offered)", where
+    <why> may hold parentheses of its own."""
+    end = message.rfind(", so no fix is offered")
+    if end < 0:
+        return ""
+    depth, start = 0, end
+    while start > 0:
+        start -= 1
+        if message[start] == ")":
+            depth += 1
+        elif message[start] == "(":
+            if depth == 0:
+                return message[start + 1:end]
+            depth -= 1
+    return message[:end]
+
+
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -204,7 +222,7 @@ def score(manifest: dict, findings_by_repo: Dict[str, List[dict]]) -> dict:
         elif outcome == "tp":
             # The finding's own words say why no fix is offered: "(<why>, so no fix is offered)".
             message = found_keys[key]["message"]
-            why = message.rsplit("(", 1)[-1].split(", so no fix is offered")[0] if "no fix is offered" in message else ""
+            why = _why_no_fix(message)
             per_rule[rule]["unfixed"].append({**label, "why": why or "no fix"})
     for key, finding in found_keys.items():
         if key[4] in per_rule and key not in labels_by_key:

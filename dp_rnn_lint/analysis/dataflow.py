@@ -25,6 +25,7 @@ class BindingSite:
     value: Optional[cst.BaseExpression]  # None when the bound value cannot be followed (loop target...)
     tuple_index: Optional[int]  # position in `a, b = value`, None for a plain `a = value`
     target: Optional[cst.CSTNode] = None  # the bound name's node, where the binding is in the source
+    augmented: bool = False  # `x += ...`: a new value made from the old one
 
 
 class FunctionFlow(Visitor):
@@ -71,7 +72,11 @@ class FunctionFlow(Visitor):
         self._bind_target(original_node.target, original_node.value)
 
     def leave_AugAssign(self, original_node: cst.AugAssign) -> None:
-        self._bind_target(original_node.target, None)
+        if isinstance(original_node.target, cst.Name):
+            name = original_node.target
+            self.bindings.setdefault(name.value, []).append(BindingSite(self._seq, None, None, name, augmented=True))
+        else:
+            self._bind_target(original_node.target, None)
 
     def leave_NamedExpr(self, original_node: cst.NamedExpr) -> None:
         self._bind_target(original_node.target, original_node.value)
@@ -265,7 +270,7 @@ def trace_to_pack(
         if site is None:
             if expr.value in flow.parameters:
                 return f"the packed sequence is the parameter `{expr.value}`"
-            return f"`{expr.value}` is not assigned in this method"
+            return f"`{expr.value}` is not assigned in this function (a global, or a variable of an enclosing function)"
         found = _follow_binding(expr.value, site, rnn_output, follow)
         if isinstance(found, str):
             # `if not packed: x = pack(...) else: x = given`: the arm that packs is the one to measure in
@@ -279,6 +284,8 @@ def trace_to_pack(
 
 
 def _follow_binding(name: str, site: BindingSite, rnn_output: bool, follow) -> Union[PackSite, str]:
+    if site.augmented:
+        return f"`{name}` is built up with an augmented assignment (`{name} += ...`), which this linter does not follow"
     if site.value is None:
         return f"`{name}` is bound by a loop, `with` or another statement this linter cannot follow"
     if site.tuple_index is None:
