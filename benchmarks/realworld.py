@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parent.parent
 MANIFEST = REPO / "benchmarks" / "realworld" / "manifest.json"
 RESULTS = REPO / "benchmarks" / "REALWORLD.md"
 WORK = REPO / "benchmarks" / ".corpora" / "realworld"
-SCORED_RULES = ("DPR001", "DPR002", "DPR003", "DPR005", "DPR006", "DPR007", "DPR008")
+SCORED_RULES = ("DPR001", "DPR002", "DPR003", "DPR004", "DPR005", "DPR006", "DPR007", "DPR008")
 # Files a project's linting reads: Python sources and the files that mark its root.
 _MATERIALISED = (".py", ".ipynb", "pyproject.toml", "setup.cfg", "setup.py")
 _ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py")

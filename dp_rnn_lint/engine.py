@@ -165,12 +165,16 @@ def own_context(source: Union[str, bytes], path: str) -> FileContext:
 def screened_codes(codes: Sequence[str], context: FileContext) -> List[str]:
     """The codes that can find anything in a file the project index says this of: none in wrapped scope
     when no class of the file is wrapped (and every wrap was resolved); a rule that needs the classes
-    DataParallel wraps directly only where a class is such a wrap target."""
+    DataParallel wraps directly only where a class is such a wrap target (or, if it checks root modules
+    too, where one is defined)."""
     if context.scope == "wrapped" and not context.wrapped and not context.unresolved:
         return []
     if context.direct:
         return list(codes)
     needing_targets = registry.needing_index_part(codes, registry.WRAP_TARGETS)
+    if context.roots and (context.scope != "wrapped" or context.unresolved):
+        # A rule that also checks root modules keeps the file that defines one.
+        needing_targets = tuple(set(needing_targets) - set(registry.needing_index_part(codes, registry.ROOT_MODULES)))
     return [code for code in codes if code not in needing_targets]
 
 

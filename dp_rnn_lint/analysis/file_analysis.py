@@ -63,6 +63,10 @@ class FileAnalysis:
         """Where DataParallel wraps `cls` itself (not one of its parents), if it does."""
         return self.context.direct_site(self.model.qualname(cls.node))
 
+    def root_site(self, cls: ModuleClass) -> Optional[str]:
+        """Where the project builds `cls` as a root module (one no other module holds), in the default scope."""
+        return self.context.root_site(self.model.qualname(cls.node))
+
     def forward_path(self, cls: ModuleClass) -> ForwardPath:
         key = id(cls)
         if key not in self._paths:

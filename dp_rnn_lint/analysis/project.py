@@ -110,6 +110,7 @@ class FileEntry:
     summary: Optional[dict]  # None until asked for (most files are never asked)
     flags: int  # _text_flags()
     imports: Optional[list] = None  # imports_in_text(), None until asked for
+    constructed: Optional[list] = None  # the class-like names the text calls (_CALLED_CLASS), None until asked for
 
     @classmethod
     def of(cls, data: bytes, size: int, mtime_ns: int) -> "FileEntry":
@@ -121,16 +122,23 @@ class FileEntry:
         return self.size, self.mtime_ns
 
     def stored(self) -> list:
-        return [self.size, self.mtime_ns, self.summarised_at_build, self.summary, self.flags, self.imports]
+        return [self.size, self.mtime_ns, self.summarised_at_build, self.summary, self.flags, self.imports,
+                self.constructed]
 
     @classmethod
     def from_stored(cls, stored: object) -> Optional["FileEntry"]:
         """The entry a cache file holds, or None when it is not one this version wrote."""
-        if not (isinstance(stored, list) and len(stored) == 6 and isinstance(stored[0], int) and isinstance(stored[1], int)
+        if not (isinstance(stored, list) and len(stored) == 7 and isinstance(stored[0], int) and isinstance(stored[1], int)
                 and _usable_summary(stored[3]) and isinstance(stored[4], int)
-                and (stored[5] is None or _usable_imports(stored[5]))):
+                and (stored[5] is None or _usable_imports(stored[5]))
+                and (stored[6] is None or isinstance(stored[6], list) and all(isinstance(n, str) for n in stored[6]))):
             return None
-        return cls(stored[0], stored[1], bool(stored[2]), stored[3], stored[4], stored[5])
+        return cls(stored[0], stored[1], bool(stored[2]), stored[3], stored[4], stored[5], stored[6])
+
+
+_RNN_NAME_IN_CALL = re.compile(r"RNN|LSTM|GRU")
+# A call of a class-like name: `Encoder(`, `models.Encoder(` (the name before the parenthesis).
+_CALLED_CLASS = re.compile(rb"\b([A-Z]\w*)\s*\(")
 
 
 def _text_flags(data: bytes) -> int:
@@ -156,7 +164,7 @@ _RNN_NAME = re.compile(rb"\b(?:RNN|LSTM|GRU)\b")
 _MAX_DEPTH = 12
 _SITE_TEXT_LIMIT = 60
 # The cache format; bump when the summary's shape changes.
-_SUMMARY_FORMAT = 8
+_SUMMARY_FORMAT = 9
 
 UNKNOWN = None  # a value the summary cannot name (a parameter, a subscript...)
 # What the project's bases say of a class.
@@ -211,6 +219,8 @@ class _Summarizer:
         self._class_methods: Dict[str, List[ast.AST]] = {}
         # Names called at module level outside functions and classes (`RNN = make_rnn_class()`).
         self.top_calls: Set[str] = set()
+        # `name = Call(...)` with one plain target: the call's id -> the name.
+        self._assigned_calls: Dict[int, str] = {}
 
     def summary(self) -> dict:
         calls, returns = self._scan()
@@ -224,11 +234,37 @@ class _Summarizer:
                 self._wrap_site(call, function, cls)
             elif call.args or call.keywords:
                 self._handed_rnns(call, cls)
-        for info in self.classes.values():
+        for qualname, info in self.classes.items():
             info["calls"] = sorted(info["calls"])
+            forward = next((m for m in self._class_methods.get(qualname, ()) if m.name == "forward"), None)
+            info["state"] = forward is not None and _may_pass_rnn_state(forward)
         return {"module": self.module, "package": self.is_package, "imports": self.imports,
                 "classes": self.classes, "functions": self.functions, "wraps": self.wraps, "hands": self.hands,
-                "calls": sorted(self.top_calls)}
+                "calls": sorted(self.top_calls), "builds": self._builds(calls)}
+
+    def _builds(self, calls) -> List[list]:
+        """Each call of a class-like name (`Encoder(...)`: its last part capitalised), as [callee, line,
+        the class whose body holds it or None, the class-like callees it is handed to]: handed directly
+        (`Seq2Seq(Encoder(), ...)`) or through a name it is assigned to in the same function
+        (`enc = Encoder(); model = Seq2Seq(enc, dec)`). What tells a project's root modules apart."""
+        class_like = [(call, dotted(call.func), function, cls) for call, function, cls in calls]
+        class_like = [item for item in class_like if item[1] is not None and _is_class_like(item[1])]
+        handed_call: Dict[int, Set[str]] = {}
+        handed_name: Dict[Tuple[int, str], Set[str]] = {}
+        for call, callee, function, _ in class_like:
+            for arg in [*call.args, *(keyword.value for keyword in call.keywords)]:
+                if isinstance(arg, ast.Call):
+                    handed_call.setdefault(id(arg), set()).add(callee)
+                elif isinstance(arg, ast.Name):
+                    handed_name.setdefault((id(function), arg.id), set()).add(callee)
+        builds = []
+        for call, callee, function, cls in class_like:
+            handed = set(handed_call.get(id(call), ()))
+            name = self._assigned_calls.get(id(call))
+            if name is not None:
+                handed |= handed_name.get((id(function), name), set())
+            builds.append([callee, call.lineno, cls, sorted(handed)])
+        return builds
 
     def _scan(self):
         """One walk over the tree (walks of Python's tree dominate the index's cost): imports anywhere
@@ -297,6 +333,9 @@ class _Summarizer:
                     continue
                 elif kind is ast.Return and top is not None and function is not None:
                     returns[top].append((child, function))
+                elif (kind is ast.Assign and type(child.value) is ast.Call and len(child.targets) == 1
+                      and type(child.targets[0]) is ast.Name):
+                    self._assigned_calls[id(child.value)] = child.targets[0].id
                 stack.append((child, function, cls, class_calls, top, prefix))
         calls.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
         return calls, returns
@@ -423,6 +462,41 @@ class _Summarizer:
                 if node.value is not None and any(isinstance(t, ast.Name) and t.id == name for t in _targets(node))]
 
 
+def _may_pass_rnn_state(forward: ast.AST) -> bool:
+    """A cheap look at whether `forward` may hand an RNN's state across its boundary, as the
+    hidden-state rules judge it: a parameter passed to a call as its second argument or `hx=`, a call's result
+    returned whole, or a name returned that a call's result was unpacked into after its first element."""
+    parameters = {arg.arg for arg in forward.args.args[1:] + forward.args.kwonlyargs}
+    unpacked: Set[str] = set()
+    returns: List[ast.AST] = []
+    for node in ast.walk(forward):
+        if isinstance(node, ast.Call):
+            second = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "hx"), None)
+            names = second.elts if isinstance(second, (ast.Tuple, ast.List)) else [second]
+            if any(isinstance(name, ast.Name) and name.id in parameters for name in names):
+                return True
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            for target in node.targets:
+                if isinstance(target, (ast.Tuple, ast.List)):
+                    for element in target.elts[1:]:
+                        inner = element.elts if isinstance(element, (ast.Tuple, ast.List)) else [element]
+                        unpacked.update(name.id for name in inner if isinstance(name, ast.Name))
+        elif isinstance(node, ast.Return) and node.value is not None:
+            returns.append(node.value)
+    for value in returns:
+        parts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]
+        for part in parts:
+            inner = part.elts if isinstance(part, (ast.Tuple, ast.List)) else [part]
+            if any(isinstance(item, ast.Call) or isinstance(item, ast.Name) and item.id in unpacked for item in inner):
+                return True
+    return False
+
+
+def _is_class_like(callee: str) -> bool:
+    last = callee.rsplit(".", 1)[-1]
+    return last[:1].isupper() and not callee.startswith("self.")
+
+
 def _is_super_init(func: ast.AST) -> bool:
     return (isinstance(func, ast.Attribute) and func.attr == "__init__" and isinstance(func.value, ast.Call)
             and isinstance(func.value.func, ast.Name) and func.value.func.id == "super")
@@ -452,7 +526,7 @@ def _own_nodes(scope: ast.AST, types) -> Iterable[ast.AST]:
 
 
 _EMPTY_SUMMARY = {"module": None, "package": False, "imports": {}, "classes": {}, "functions": {}, "wraps": [],
-                  "hands": [], "calls": []}
+                  "hands": [], "calls": [], "builds": []}
 # Below this many files to summarise, starting worker processes costs more than it saves.
 _MIN_FILES_FOR_POOL = 16
 
@@ -479,7 +553,8 @@ def _usable_summary(summary) -> bool:
     return (isinstance(summary, dict) and isinstance(summary.get("imports"), dict)
             and isinstance(summary.get("classes"), dict) and isinstance(summary.get("functions"), dict)
             and isinstance(summary.get("wraps"), list) and isinstance(summary.get("hands"), list)
-            and isinstance(summary.get("calls"), list)
+            and isinstance(summary.get("calls"), list) and isinstance(summary.get("builds"), list)
+            and all(isinstance(build, list) and len(build) == 4 for build in summary["builds"])
             and all(isinstance(info, dict) and isinstance(info.get("bases"), list) and isinstance(info.get("calls"), list)
                     for info in summary["classes"].values())
             and all(isinstance(info, dict) and isinstance(info.get("returns"), list)
@@ -613,6 +688,9 @@ class FileContext:
     # (class qualname, parameter name or position, "class" or "instance", kind): RNN classes and instances
     # that calls anywhere in the project pass to the class (`Encoder(rnn_class=nn.GRU)`, `Wrapper(nn.LSTM(...))`)
     injected: Tuple[Tuple[str, str, str, str], ...] = ()
+    # (class qualname, where it is built): this file's module classes that build a torch RNN and that the
+    # project builds only as roots, held by no other module (IndexBuilder.root_site)
+    roots: Tuple[Tuple[str, str], ...] = ()
 
     def bases_elsewhere(self, qualname: str) -> tuple:
         return dict(self.inherited).get(qualname, ())
@@ -635,6 +713,11 @@ class FileContext:
 
     def direct_site(self, qualname: str) -> Optional[str]:
         return dict(self.direct).get(qualname)
+
+    def root_site(self, qualname: str) -> Optional[str]:
+        """Where the class is built as a root module: in the default scope, and in wrapped scope when a
+        wrap could not be resolved (it may wrap this class); otherwise only wraps count there."""
+        return dict(self.roots).get(qualname) if self.scope != "wrapped" or self.unresolved else None
 
     def in_scope(self, qualname: str) -> bool:
         return self.scope != "wrapped" or bool(self.unresolved) or qualname in dict(self.wrapped)
@@ -685,6 +768,8 @@ class IndexBuilder:
         self._module_of: Dict[str, Tuple[Optional[str], bool]] = {}
         self._reaches_rnn: Dict[str, bool] = {}
         self._imports_resolved: Dict[str, Set[str]] = {}
+        self._roots: Dict[ClassKey, Optional[str]] = {}
+        self._calling: Optional[Dict[str, List[str]]] = None  # class-like name -> the files calling it
         for key in self.paths:
             module, is_package = self._module_of[key] = module_name_for(key)
             if module:
@@ -1040,10 +1125,77 @@ class IndexBuilder:
             if kind == "function" and not any(name == local or name.startswith(local + ".") for name in called):
                 continue
             imported.append((local, kind, self.paths[found[0]], found[1], *self._entries[found[0]].version))
+        # Root modules, among the classes that build an RNN themselves (a torch RNN, or a class whose name
+        # says it is one: `PackedLSTM`, `WeightDropGRU`): what rules needing the root modules check where no
+        # wrap of them is found. Finding where a class is built costs a look at the whole project, so only
+        # these ask.
+        roots = []
+        for name in modules:
+            info = summary["classes"][name]
+            if info.get("state") and any(_RNN_NAME_IN_CALL.search(call) for call in info["calls"]):
+                site = self.root_site((key, name))
+                if site is not None:
+                    roots.append((name, site))
         injected = [(name, *entry) for (file, name), entries in self._handed.items() if file == key for entry in entries]
         rnn_elsewhere = rnn_elsewhere or bool(imported) or bool(injected)
         return {"modules": tuple(sorted(modules)), "plain": tuple(sorted(plain)), "inherited": tuple(sorted(inherited)),
-                "imported": tuple(sorted(imported)), "rnn_elsewhere": rnn_elsewhere, "injected": tuple(sorted(injected))}
+                "imported": tuple(sorted(imported)), "rnn_elsewhere": rnn_elsewhere, "injected": tuple(sorted(injected)),
+                "roots": tuple(sorted(roots))}
+
+    # -- root modules ---------------------------------------------------------------------------------
+    def _constructed(self, key: str) -> List[str]:
+        """The class-like names the file's text calls (from the cache when the file has not changed)."""
+        entry = self._entry(key, need_summary=False)
+        if entry.constructed is None:
+            entry.constructed = sorted({name.decode("ascii", "replace") for name in _CALLED_CLASS.findall(self._read(key))})
+            self._unsaved = True
+        return entry.constructed
+
+    def root_site(self, start: ClassKey) -> Optional[str]:
+        """Where the project builds the module class as a root, a module no other one holds: every call
+        of it anywhere is outside module classes and handed to no class-like callee that may keep it (a
+        module class, a class the index cannot place, a class of another package such as nn.Sequential).
+        None when one is not, or when nothing in the project builds it (it may be built in ways the index
+        cannot see, a registry or configuration)."""
+        if start in self._roots:
+            return self._roots[start]
+        self._roots[start] = None
+        if self._calling is None:
+            self._calling = {}
+            for file in sorted(self.paths, key=lambda k: self.paths[k]):
+                for name in self._constructed(file):
+                    self._calling.setdefault(name, []).append(file)
+        simple = start[1].rsplit(".", 1)[-1]
+        sites: List[str] = []
+        for file in self._calling.get(simple, ()):
+            if not self._may_import_from(file, start[0]):
+                continue  # its `Encoder(...)` is another class of that name: not worth a parse
+            for callee, line, owner, handed in self.summary(file)["builds"]:
+                if callee.rsplit(".", 1)[-1] != simple or self.resolve(file, callee) != ("class", start):
+                    continue
+                if owner is not None and self.module_status((file, owner)) != PLAIN:
+                    return None  # built inside a module class (or one that may be): a submodule
+                if any(self._may_keep_module(file, other) for other in handed):
+                    return None
+                sites.append(f"{shown_path(self.paths[file])}:{line}")
+        self._roots[start] = sites[0] if sites else None
+        return self._roots[start]
+
+    def _may_import_from(self, file: str, target: str) -> bool:
+        """Whether a name used in `file` can be a class defined in `target`: the same file, a file its
+        import statements name, or one re-exported by a file those name (a package's `__init__`)."""
+        if file == target:
+            return True
+        imported = self._imported_files(file)
+        return target in imported or any(target in self._imported_files(other) for other in imported)
+
+    def _may_keep_module(self, file: str, callee: str) -> bool:
+        """Whether a class-like callee handed a module may make it a submodule: anything but a project
+        class known not to be a module, or a function."""
+        kind, found = self.resolve(file, callee)
+        if kind == "class":
+            return self.module_status(found) != PLAIN
+        return kind != "function"
 
     def _hand_in(self, file: str, hand: list) -> None:
         """Note an RNN handed to a project class at a call in `file` (see _Summarizer._handed_rnns)."""

@@ -21,6 +21,7 @@ from ..analysis.screen import RNN_CLASS, CallSeed, ScreenNeeds
 # live in other files); DPR004-like rules also need the classes DataParallel wraps directly.
 MODULE_CLASSES = "module classes"
 WRAP_TARGETS = "wrap targets"
+ROOT_MODULES = "root modules"  # module classes no other module holds (checked in the default scope)
 FIX_SAFETIES = ("safe", "unsafe", "safe or unsafe", "none")  # "safe or unsafe": decided per finding
 
 
@@ -44,7 +45,8 @@ REGISTRY: Tuple[RuleEntry, ...] = (
     RuleEntry("dpr002_pad_packed_total_length",
               RuleNeeds((CallSeed("pad_packed_sequence", missing=("total_length", 3)),), fix="unsafe")),
     RuleEntry("dpr003_pack_lengths_on_gpu", RuleNeeds((CallSeed("pack_padded_sequence"),), fix="safe or unsafe")),
-    RuleEntry("dpr004_hidden_state_crosses_data_parallel", RuleNeeds((RNN_CLASS,), (MODULE_CLASSES, WRAP_TARGETS))),
+    RuleEntry("dpr004_hidden_state_crosses_data_parallel",
+              RuleNeeds((RNN_CLASS,), (MODULE_CLASSES, WRAP_TARGETS, ROOT_MODULES))),
     RuleEntry("dpr005_data_parallel_wraps_rnn",
               RuleNeeds((CallSeed("DataParallel", in_forward=False, given_rnn=True),
                          CallSeed("data_parallel", in_forward=False, given_rnn=True)))),
@@ -132,5 +134,5 @@ def __getattr__(name: str) -> Any:  # PEP 562
 
 RULES_BY_CODE: Dict[str, Any]
 __all__ = ["ALL_RULES", "FIX_SAFETIES", "MODULE_CLASSES", "NEEDS_BY_CODE", "REGISTRY", "RULES_BY_CODE", "RULE_CODES",
-           "RULE_MODULES", "WRAP_TARGETS", "Example", "Rule", "RuleEntry", "RuleNeeds", "candidate_words",
+           "RULE_MODULES", "ROOT_MODULES", "WRAP_TARGETS", "Example", "Rule", "RuleEntry", "RuleNeeds", "candidate_words",
            "needing_index_part", "needs_index", "register", "screen_needs"]

@@ -6,6 +6,17 @@ list or dict, and a parameter passed to an RNN as its initial state as it is, in
 class that `nn.DataParallel` wraps directly (found by the project index: `nn.DataParallel(Model(...))`,
 a model built by a factory, `data_parallel(model, ...)`).
 
+### Root modules
+In the default scope it also checks the project's root modules that build an RNN: classes that the
+project builds only outside module classes (in a script, a function, a trainer object) and hands to
+nothing that may keep them as a submodule (another module class's constructor, `nn.Sequential`,
+`DistributedDataParallel`, any class of another package). Such a class is what a training script wraps
+in DataParallel, even when the wrap is not in the project. The message says that the class was checked
+as a root and where the project builds it. A class nothing in the project builds is not a root (a
+registry or a configuration may build it as a submodule), nor is an encoder handed to `Seq2Seq(encoder,
+decoder)`, whose state never leaves the replica running `Seq2Seq`. With `--scope wrapped` only wraps
+count, unless a wrap could not be resolved.
+
 ## Why is this bad?
 An RNN's hidden state is shaped `(num_layers * num_directions, batch, hidden)`: the batch is dim 1.
 DataParallel splits inputs and concatenates outputs along dim 0. Returned from the wrapped forward,
@@ -58,7 +69,8 @@ model = nn.DataParallel(Tagger())
 
 ## Fix safety
 No fix is offered: moving the batch dimension changes what callers pass and receive, so every caller
-must change with it. The message names the wrap site that makes the class a DataParallel target.
+must change with it. The message names the wrap site that makes the class a DataParallel target, or
+where the project builds it as a root module.
 
 ## How to suppress
 Put `# noqa: DPR004` on the reported line.
@@ -80,12 +92,16 @@ from .base import Example, Rule
 _RETURNED = (
     "forward returns {what} as it is: its batch is dim 1, and DataParallel gathers outputs along dim 0, so the "
     "replicas' states are concatenated along the layer dimension and the caller gets a tensor of the wrong shape; "
-    "return {advice} (batch first) and transpose it back where it is used (wrapped at {site})"
+    "return {advice} (batch first) and transpose it back where it is used ({site})"
 )
 _PASSED_IN = (
     "forward passes its {names} to {rnn} as the initial state unchanged: DataParallel scatters inputs along dim 0, "
     "which for a hidden state is the layer dimension, not the batch; take {them} batch first and pass {advice} "
-    "(wrapped at {site})"
+    "({site})"
+)
+_ROOT_NOTE = (
+    "checked as a root module: the project builds it at {site} and no other module holds it, so it is what a "
+    "DataParallel wrap would run; no wrap of it was found"
 )
 
 
@@ -149,13 +165,14 @@ class HiddenStateCrossesDataParallel(Rule):
 
     def check(self, analysis: FileAnalysis) -> Iterator[Violation]:
         for cls in analysis.model.classes:
-            site = analysis.direct_wrap_site(cls)
-            if site is None:
+            wrap = analysis.direct_wrap_site(cls)
+            root = analysis.root_site(cls) if wrap is None else None
+            if wrap is None and root is None:
                 continue
             path = analysis.forward_path(cls)
             if path.forward is None or not path.rnns:
                 continue
-            yield from self._check_forward(analysis, cls, path, site)
+            yield from self._check_forward(analysis, cls, path, f"wrapped at {wrap}" if wrap else _ROOT_NOTE.format(site=root))
 
     def _check_forward(self, analysis: FileAnalysis, cls: ModuleClass, path: ForwardPath,
                        site: str) -> Iterator[Violation]:
