@@ -565,7 +565,8 @@ def _print_unresolved(unresolved, out: TextIO) -> None:
               f"wrap{'s' if count != 1 else ''} could not be resolved:\n")
     for item in unresolved:
         site = item.site
-        out.write(f"  {printable(site.path)}:{site.line}:{site.col}: {printable(site.text)} ({printable(item.reason)})\n")
+        where = f"cell {site.cell[0]}:{site.cell[1]}" if site.cell else str(site.line)
+        out.write(f"  {printable(site.path)}:{where}:{site.col}: {printable(site.text)} ({printable(item.reason)})\n")
 
 
 def _files(given: str, settings: Settings):

@@ -352,3 +352,23 @@ def test_a_cell_ipython_dedents_is_linted_and_fixed_at_its_own_columns(tmp_path,
     assert fixed.cells[0].source == shell
     assert fixed.cells[1].source == model.replace("     def forward(self, x):\n",
                                                   "     def forward(self, x):\n         self.lstm.flatten_parameters()\n")
+
+
+def test_wrap_and_root_sites_in_a_notebook_name_the_cell(tmp_path, capsys):
+    # A message pointing at a line of the notebook's Python view would point nowhere the user can look.
+    (tmp_path / "pyproject.toml").write_text("")
+    model = ("class LM(nn.Module):\n"
+             "    def __init__(self):\n"
+             "        super().__init__()\n"
+             "        self.lstm = nn.LSTM(4, 4, num_layers=2)\n"
+             "    def forward(self, x, state):\n"
+             "        self.lstm.flatten_parameters()\n"
+             "        return self.lstm(x, state)\n")
+    path = tmp_path / "lm.ipynb"
+    write_notebook(path, new_code_cell("import torch.nn as nn"), new_code_cell(model),
+                   new_code_cell("# train\nmodel = nn.DataParallel(LM())"))
+    _, out, _ = lint(capsys, "--format", "concise", str(tmp_path))
+    assert out.count("lm.ipynb:cell 3:2)") == 1 and "DPR004" in out, out
+    write_notebook(path, new_code_cell("import torch.nn as nn"), new_code_cell(model), new_code_cell("# train\nmodel = LM()"))
+    _, out, _ = lint(capsys, "--format", "concise", str(tmp_path))
+    assert out.count("lm.ipynb:cell 3:2 and no other module holds it") == 1, out

@@ -26,6 +26,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..files import (FileProblem, module_name_for, prepare_cache_folder, read_source, replace_atomically,
                      resolve_relative_import)
+from ..notebooks import cell_starts, in_cell, is_notebook
 from .ast_walk import child_nodes
 from .screen import may_inherit_text
 from .torch_names import MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, canonical, is_module_base, rnn_kind
@@ -595,12 +596,13 @@ def entry_from_first_look(path: str, data: bytes, size: int, mtime_ns: int,
 @dataclass(frozen=True)
 class WrapSite:
     path: str  # as the user sees it
-    line: int
+    line: int  # in a notebook, the line of its Python view
     col: int
     text: str
+    cell: Optional[Tuple[int, int]] = None  # in a notebook: (cell number, line in the cell)
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}"
+        return f"{self.path}:cell {self.cell[0]}:{self.cell[1]}" if self.cell else f"{self.path}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -1177,9 +1179,17 @@ class IndexBuilder:
                     return None  # built inside a module class (or one that may be): a submodule
                 if any(self._may_keep_module(file, other) for other in handed):
                     return None
-                sites.append(f"{shown_path(self.paths[file])}:{line}")
+                cell = self._cell_of(file, line)
+                sites.append(f"{shown_path(self.paths[file])}:" + (f"cell {cell[0]}:{cell[1]}" if cell else str(line)))
         self._roots[start] = sites[0] if sites else None
         return self._roots[start]
+
+    def _cell_of(self, key: str, line: int) -> Optional[Tuple[int, int]]:
+        """(cell, line in it) of a line of a notebook's Python view; None for a Python file."""
+        if not is_notebook(key):
+            return None
+        found = in_cell(line, cell_starts(self._read(key).decode("utf-8", "replace")))
+        return (found[0], found[1]) if found[0] is not None else None
 
     def _may_import_from(self, file: str, target: str) -> bool:
         """Whether a name used in `file` can be a class defined in `target`: the same file, a file its
@@ -1242,7 +1252,8 @@ class IndexBuilder:
             for hand in entry.summary["hands"]:
                 self._hand_in(key, hand)
             for wrap in entry.summary["wraps"]:
-                site = WrapSite(shown_path(self.paths[key]), wrap["line"], wrap["col"], wrap["text"])
+                site = WrapSite(shown_path(self.paths[key]), wrap["line"], wrap["col"], wrap["text"],
+                                self._cell_of(key, wrap["line"]))
                 index.sites.append(site)
                 targets: List[ClassKey] = []
                 reason = None
