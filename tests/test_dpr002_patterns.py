@@ -415,6 +415,9 @@ def test_a_padded_tensor_that_never_leaves_is_not_flagged(body):
     ("return self.classify(torch.mean(out, 1))", "pooled over time with mean()"),
     ("return self.classify(out[:, -1])", "gathering the outputs fails"),
     ("return self.classify(out.sum(2))", "gathering the outputs fails"),
+    # A negative dimension may be time or not, by the tensor's rank: the message says both.
+    ("return self.classify(out.mean(-1))", "reduced with mean() over dimension -1"),
+    ("return self.classify(torch.amax(out, dim=-2))", "if -2 is the time dimension, the amax counts"),
     ("self.remember(out)\n        return lens", "gathering the outputs fails"),
     ("def later():\n            return out\n        return later", "gathering the outputs fails"),
     ("yield out", "gathering the outputs fails"),

@@ -138,3 +138,17 @@ def test_a_reduction_the_padding_value_cannot_change_is_not_pooling(padding, red
     opposite = {"max": "min", "amax": "amin", "min": "max", "amin": "amax"}[reduction]
     assert [f.code for f in check_source(source.replace(f"torch.{reduction}(", f"torch.{opposite}("),
                                          "model.py", Selection())] == ["DPR007"]
+
+
+def test_a_reduction_over_a_negative_dimension_says_it_may_or_may_not_be_time():
+    source = textwrap.dedent("""\
+        import torch.nn as nn
+        from torch.nn.utils.rnn import pad_sequence
+        class Pooler(nn.Module):
+            def forward(self, rows):
+                return pad_sequence(rows, batch_first=True).mean(-1)
+        model = nn.DataParallel(Pooler())
+    """)
+    [finding] = check_source(source, "model.py", Selection())
+    assert finding.code == "DPR007"
+    assert "is reduced over dimension -1 (mean), which keeps this replica's length or, if it is time" in finding.message

@@ -83,6 +83,10 @@ class Escape:
     kind: str
     node: cst.CSTNode
     reduction: str = ""  # the reduction's name, for POOLED
+    # For POOLED over a negative dimension (`mean(-1)`): it, since which dimension that is depends on the
+    # tensor's rank, which the walk does not know. The result keeps the replica's length or counts its
+    # padding; both are wrong under DataParallel.
+    negative_dim: Optional[int] = None
 
 
 def where_unpacked_goes(function: cst.FunctionDef, pad_call: cst.Call, time_dim: Optional[int],
@@ -111,9 +115,9 @@ class _Walk:
         self.escape: Optional[Escape] = None
         self.seed = PAIR  # what the pad call's value is
 
-    def leave(self, kind: str, node: cst.CSTNode, reduction: str = "") -> None:
+    def leave(self, kind: str, node: cst.CSTNode, reduction: str = "", negative_dim: Optional[int] = None) -> None:
         if self.escape is None:
-            self.escape = Escape(kind, node, reduction)
+            self.escape = Escape(kind, node, reduction, negative_dim)
 
     # -- statements ---------------------------------------------------------------------------------
     def statements(self, body: Iterable[cst.CSTNode]) -> None:
@@ -334,7 +338,7 @@ class _Walk:
             # Over time (or everything) the padding adds nothing; over an unknown dimension the time
             # dimension may still be there.
             return None if dim is None or (over is not None and over == self.time_dim) else PADDED
-        self.leave(POOLED, node, method)
+        self.leave(POOLED, node, method, over if over is not None and over < 0 else None)
         return None
 
     # -- helpers ------------------------------------------------------------------------------------

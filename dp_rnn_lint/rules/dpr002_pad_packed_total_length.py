@@ -22,7 +22,10 @@ count the padding: each replica pads to its own longest sequence, so the same se
 different number of steps than on one device. The gather succeeds and the numbers are wrong; these are
 flagged, with a message that says so. So is `out[:, -1]`, the last padded step, which is a different
 step on each replica. A reduction over a dimension that is not time keeps the time dimension, and the
-result is followed further.
+result is followed further. A reduction over a negative dimension (`mean(-1)`) is
+flagged by the reductions that count padding, with a message that gives both readings: which dimension
+`-1` is depends on the tensor's rank, which the linter does not follow, and either way the result is
+wrong under DataParallel (it keeps the replica's length, or counts its padding).
 
 ## Why is this bad?
 `nn.DataParallel` splits the batch across GPUs. Each replica's `pad_packed_sequence` pads to the
@@ -150,6 +153,13 @@ _POOLED_MESSAGE = (
     "so the {reduction} counts that replica's padding and differs from the result on one device"
 )
 
+_REDUCED_MESSAGE = (
+    "pad_packed_sequence() without total_length in the forward pass, and its output reduced with {reduction}() "
+    "over dimension {dim}: under DataParallel each replica pads to the longest sequence in its own slice of the "
+    "batch, so the result keeps that replica's length (and gathering fails), or, if {dim} is the time dimension, "
+    "the {reduction} counts that replica's padding"
+)
+
 
 class PadPackedTotalLength(Rule):
     code = "DPR002"
@@ -240,7 +250,9 @@ class PadPackedTotalLength(Rule):
                 yield self._violation(analysis, event, flows, analysis.scope_note(cls), escape)
 
     def _violation(self, analysis: FileAnalysis, event: PadCall, flows: Dict, note: str, escape: Escape) -> Violation:
-        message = (_POOLED_MESSAGE.format(reduction=escape.reduction) if escape.kind == POOLED
+        message = (_REDUCED_MESSAGE.format(reduction=escape.reduction, dim=escape.negative_dim)
+                   if escape.kind == POOLED and escape.negative_dim is not None
+                   else _POOLED_MESSAGE.format(reduction=escape.reduction) if escape.kind == POOLED
                    else _STORED_MESSAGE if escape.kind == STORED else _MESSAGE)
         outcome = self._trace(analysis, event, flows)
         if isinstance(outcome, str):

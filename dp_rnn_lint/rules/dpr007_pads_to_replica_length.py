@@ -150,6 +150,9 @@ class PadsToReplicaLength(Rule):
                 if escape is None:
                     continue
                 how = _HOW.get(escape.kind, "leaves forward").format(reduction=escape.reduction)
+                if escape.kind == POOLED and escape.negative_dim is not None:
+                    how = (f"is reduced over dimension {escape.negative_dim} ({escape.reduction}), which keeps this "
+                           "replica's length or, if it is time, counts its padding")
                 effect = "a pooled value counts other padding than one device would" if escape.kind == POOLED else (
                     "the caller sees a batch padded differently per replica")
                 yield Violation(self.code, _MESSAGE.format(how=how, effect=effect, site=site), call)
