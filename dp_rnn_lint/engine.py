@@ -71,8 +71,24 @@ class Selection:
 
 
 def may_contain_candidates(source: Union[str, bytes]) -> bool:
+    return _candidate_words_found(source) != _NO_WORDS
+
+
+_NO_WORDS, _WEAK_WORDS, _STRONG_WORDS = 0, 1, 2
+
+
+def _candidate_words_found(source: Union[str, bytes]) -> int:
+    """_STRONG_WORDS when a one-word group is in the text (an RNN's name, a torch function's), _WEAK_WORDS
+    when only a group of several is (`zeros` and `max`: common words, which alone make a file worth its
+    text screen but not a parse), else _NO_WORDS."""
     data = (source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source).lower()
-    return any(word in data for word in registry.candidate_words())
+    found = _NO_WORDS
+    for group in registry.candidate_words():
+        if all(word in data for word in group):
+            if len(group) == 1:
+                return _STRONG_WORDS
+            found = _WEAK_WORDS
+    return found
 
 
 def worth_a_look(source: bytes, selection: Selection) -> bool:
@@ -191,7 +207,9 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
     # tell, so such a file is kept for the project's verdict (`inherited`) when the screens rule it out.
     needs = registry.screen_needs(codes)
     inherited = not force and needs.rnn_class and may_inherit_text(data)
-    candidates = force or may_contain_candidates(data)
+    words = _STRONG_WORDS if force else _candidate_words_found(data)
+    # Only common words, and the text rules the file out: as if it held none (no parse for its syntax).
+    candidates = words == _STRONG_WORDS or (words == _WEAK_WORDS and may_have_findings_text(data, needs))
     if not candidates:
         check_readable(source)  # not worth parsing, but a binary or undecodable `.py` file gets an error line
         if check_syntax and tree is None and not parses(source):

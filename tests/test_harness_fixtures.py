@@ -144,6 +144,15 @@ def test_data_parallel_wrapping_an_rnn_itself_runs_it_unflattened_on_every_repli
                         problem) for problem in report.problems), report.problems
 
 
+def test_padding_by_hand_to_the_replicas_longest_sequence_fails_to_gather():
+    """DPR007's hand-padding shape on the CPU emulation: a tensor made as long as lengths.max() in the
+    wrapped forward has each replica's own length."""
+    model, inputs, kwargs = load_model_and_inputs(str(FIXTURES / "DPR007" / "hand_padded_sentence_batch.py"),
+                                                  "build_model", "build_inputs")
+    report = check_data_parallel(model.eval(), *inputs, **kwargs)
+    assert [problem for problem in report.problems if PROBLEMS["DPR002"].match(problem)] == report.problems != []
+
+
 def test_pad_sequence_in_a_wrapped_forward_pads_each_replica_to_its_own_length():
     """DPR007's trap, shown on the CPU emulation: the replicas' outputs differ in length and cannot be
     gathered (the words are DPR002's, so this fixture's factories have names of their own)."""

@@ -255,3 +255,16 @@ def test_syntax_errors_in_files_the_text_rules_out_keep_pythons_words():
     assert broken.problem.startswith("2:") and "cannot parse" in broken.problem
     # Only the compiler's scope rules reject this; Python's parser (and so the linter) accepts it, as before.
     assert engine.lint_source(b"# lstm\nnonlocal state\n", "scopes.py").problem is None
+
+
+@pytest.mark.parametrize("body, kept", [
+    ("n = lengths.amax()\n        out = x.new_zeros(x.size(0), n)", True),
+    ("longest = int(max(lengths))\n        width = longest\n        out = torch.full((2, width), 0.0)", True),
+    ("out = torch.zeros(x.size(0), lengths.max().item())", True),
+    ("out = torch.zeros(x.size(0), x.size(1))", False),
+    ("out = torch.zeros(x.size(0), 4)\n        top = lengths.max()", False),
+])
+def test_padding_by_hand_passes_the_screen_only_when_a_maximum_sizes_it(body, kept):
+    # DPR007's hand-padding seeds: a tensor maker in forward, one of whose arguments is a maximum.
+    source = f"import torch\nclass P:\n    def forward(self, x, lengths):\n        {body}\n        return out\n"
+    assert screened_out(source, screen_needs(["DPR007"])) is not kept

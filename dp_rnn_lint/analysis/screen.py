@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .ast_walk import child_nodes, walk
 
@@ -40,6 +40,14 @@ class CallSeed:
     # Only a call whose first argument (or `module=`) may be a torch RNN: it mentions an RNN class or a
     # name bound to one, or is an attribute of self in a file that mentions RNN classes.
     given_rnn: bool = False
+    # Only a call one of whose arguments mentions a maximum taken in forward (`lengths.max()`,
+    # `max(lengths)`, or a name bound to one there): a tensor sized to the longest sequence, as padding by
+    # hand makes. Such a file must hold `<function>(` and `max(` (`.max(`, `amax(` too) in its text.
+    sized_by_max: bool = False
+
+    def words(self) -> Tuple[str, ...]:
+        """The words all of which a file must contain for this seed to be in it."""
+        return (f"{self.function}(", "max(") if self.sized_by_max else (self.function,)
 
 
 @dataclass(frozen=True)
@@ -49,9 +57,11 @@ class ScreenNeeds:
     calls: FrozenSet[CallSeed] = frozenset()
     rnn_class: bool = False
 
-    def words(self) -> Tuple[bytes, ...]:
-        """Lower-case words one of which a file must contain for any of these to be in it."""
-        return tuple(sorted({seed.function.lower().encode() for seed in self.calls} | set(_RNN_WORDS if self.rnn_class else ())))
+    def words(self) -> Tuple[Tuple[bytes, ...], ...]:
+        """Groups of lower-case words: a file must contain every word of one group for any of these to
+        be in it."""
+        groups = {tuple(word.lower().encode() for word in seed.words()) for seed in self.calls}
+        return tuple(sorted(groups | {(word,) for word in (_RNN_WORDS if self.rnn_class else ())}))
 
 
 # Stands for `getattr(module, name)` in a set of identifiers: an RNN class may be looked up by name.
@@ -76,7 +86,7 @@ def may_have_findings_text(source, needs: ScreenNeeds) -> bool:
         return True
     if b"forward" not in data or _FORWARD_DEF.search(data) is None:
         return False
-    return (any(seed.function.encode() in data for seed in needs.calls)
+    return (any(all(word.encode() in data for word in seed.words()) for seed in needs.calls)
             or (needs.rnn_class and _RNN_WORD.search(data) is not None))
 
 
@@ -108,10 +118,20 @@ def may_have_findings(tree: ast.Module, needs: ScreenNeeds) -> bool:
     # What each name the file binds mentions, read once for the closures below.
     mentions = _mentions(_bindings(tree), torch_nn)
     rnn_names = _grown(rnn_seeds, mentions) if rnn_seeds else set()
+    maxima: Optional[Set[str]] = None
+    forward_calls: List[ast.Call] = []
     for seed in wanted_calls:
         names = _grown({seed.function}, mentions)
+        if seed.sized_by_max and maxima is None:
+            # Sized in a forward pass, by a maximum taken there: only forward's own nodes count.
+            in_forward = [inner for node in nodes if isinstance(node, _FUNCTIONS) and node.name == "forward"
+                          for inner in walk(node)]
+            maxima = _maxima(in_forward)
+            forward_calls = [node for node in in_forward if isinstance(node, ast.Call)]
         if any(callee_name(call.func) in names and (seed.missing is None or not _passes(call, *seed.missing))
-               and (not seed.given_rnn or _may_be_given_rnn(call, rnn_names)) for call in calls):
+               and (not seed.given_rnn or _may_be_given_rnn(call, rnn_names))
+               and (not seed.sized_by_max or any(_mentions_any(arg, maxima) for arg in _arguments(call)))
+               for call in (forward_calls if seed.sized_by_max else calls)):
             return True
     if seeds:
         return any(isinstance(node, ast.ClassDef) and _class_may_hold_rnn(node, rnn_names, torch_nn) for node in nodes)
@@ -322,6 +342,32 @@ def _own_rnn_named_definitions(tree: ast.Module, nodes: List[ast.AST]) -> Set[st
     imported = {alias.asname or alias.name.split(".")[0] for node in nodes
                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
     return defined - imported
+
+
+def _maxima(nodes: Sequence[ast.AST]) -> Set[str]:
+    """"max" and "amax", and the names these nodes assign from what mentions one (or a name so assigned)."""
+    bound: Dict[str, Set[str]] = {}
+    for node in nodes:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            used = {found.id if isinstance(found, ast.Name) else found.attr for found in walk(node.value)
+                    if isinstance(found, (ast.Name, ast.Attribute))}
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, set()).update(used)
+    names = {"max", "amax"}
+    changed = True
+    while changed:
+        changed = False
+        for name, used in bound.items():
+            if name not in names and used & names:
+                names.add(name)
+                changed = True
+    return names
+
+
+def _arguments(call: ast.Call) -> List[ast.AST]:
+    return [*call.args, *(keyword.value for keyword in call.keywords)]
 
 
 def _may_be_given_rnn(call: ast.Call, rnn_names: Set[str]) -> bool:

@@ -51,7 +51,11 @@ REGISTRY: Tuple[RuleEntry, ...] = (
               RuleNeeds((CallSeed("DataParallel", in_forward=False, given_rnn=True),
                          CallSeed("data_parallel", in_forward=False, given_rnn=True)))),
     RuleEntry("dpr006_module_state_lost_on_replicas", RuleNeeds((RNN_CLASS,))),
-    RuleEntry("dpr007_pads_to_replica_length", RuleNeeds((CallSeed("pad_sequence"),), (MODULE_CLASSES, WRAP_TARGETS))),
+    RuleEntry("dpr007_pads_to_replica_length",
+              RuleNeeds((CallSeed("pad_sequence"),
+                         # Padding by hand: a tensor of zeros (or a fill value) sized to the longest sequence.
+                         *(CallSeed(name, sized_by_max=True) for name in ("zeros", "new_zeros", "full", "new_full"))),
+                        (MODULE_CLASSES, WRAP_TARGETS))),
     RuleEntry("dpr008_packed_sequence_crosses_data_parallel",
               RuleNeeds((RNN_CLASS, CallSeed("pad_packed_sequence"), CallSeed("pack_padded_sequence"),
                          CallSeed("pack_sequence")), (MODULE_CLASSES, WRAP_TARGETS))),
@@ -94,8 +98,9 @@ def screen_needs(codes: Iterable[str]) -> ScreenNeeds:
 
 
 @functools.lru_cache(maxsize=1)
-def candidate_words() -> Tuple[bytes, ...]:
-    """Lower-case words without one of which no rule can find anything in a file: it is never parsed."""
+def candidate_words() -> Tuple[Tuple[bytes, ...], ...]:
+    """Groups of lower-case words: a file that holds every word of no group is one in which no rule can
+    find anything, and it is never parsed."""
     return ScreenNeeds(calls=frozenset(seed for entry in REGISTRY for seed in entry.needs.starts_from
                                        if isinstance(seed, CallSeed)),
                        rnn_class=any(RNN_CLASS in entry.needs.starts_from for entry in REGISTRY)).words()

@@ -7,6 +7,12 @@ inside a tuple, list or dict), stored on the module, or pooled over time in a wa
 padding (a mean or a maximum). Packed again, or padded out with `F.pad` before it leaves, it is not
 flagged.
 
+Padding by hand is flagged the same way: `torch.zeros(...)`, `torch.full(...)`, `x.new_zeros(...)` or
+`x.new_full(...)` in that `forward` with a dimension that is a maximum taken there over what the
+replica was given (`lengths.max()`, `max(lengths)`, `int(...)` or `.item()` of one, or a name bound to
+one), filled in and then leaving `forward` as above. A maximum over module state (`max(self.sizes)`)
+or a size read from an input (`words.size(1)`) is the same on every replica, and is not flagged.
+
 ## Why is this bad?
 `pad_sequence` pads to the longest sequence it is given. Inside the wrapped forward each replica sees
 only its slice of the batch, so each pads to the longest sequence of its own slice: the replicas' outputs
@@ -59,7 +65,8 @@ model = nn.DataParallel(Chunker())
 ```
 
 ## Fix safety
-No fix is offered: `pad_sequence` takes no target length, and the length to pad to depends on the caller.
+No fix is offered: `pad_sequence` takes no target length, and the length to pad to depends on the caller
+(by hand: size the tensor by the padded input, `words.size(1)`, or by a length the caller passes).
 The message names the wrap site.
 
 ## How to suppress
@@ -73,6 +80,7 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from ..analysis import FileAnalysis
+from ..analysis.dataflow import FunctionFlow
 from ..analysis.modules import call_argument, iter_nodes, literal_time_dimension
 from ..analysis.torch_names import PAD_SEQUENCE, canonical
 from ..analysis.unpacked import POOLED, REPACKS, STORED, padding_free_reductions, where_unpacked_goes
@@ -80,7 +88,7 @@ from ..findings import Violation
 from .base import Example, Rule
 
 _MESSAGE = (
-    "pad_sequence() in the wrapped forward pads to the longest sequence of this replica's slice of the batch, "
+    "{what} to the longest sequence of this replica's slice of the batch, "
     "and the result {how}: the replicas' time dimensions differ, so gathering fails or {effect}; pad in the "
     "collate function, or pad to a length the caller passes (F.pad to padded.size(1)) (wrapped at {site})"
 )
@@ -93,7 +101,7 @@ _REPACKS = REPACKS | {"torch.nn.functional.pad"}
 class PadsToReplicaLength(Rule):
     code = "DPR007"
     name = "pad-sequence-to-replica-length"
-    summary = "pad_sequence() in a DataParallel-wrapped forward, padding to the replica's longest sequence"
+    summary = "pad_sequence() or padding by hand in a DataParallel-wrapped forward, to the replica's longest sequence"
 
     valid_examples = (
         # Summed over time: zero padding adds nothing, whatever length a replica padded to.
@@ -139,14 +147,28 @@ class PadsToReplicaLength(Rule):
             def qualified(call: cst.Call) -> Optional[str]:
                 return canonical(analysis.resolver.qualified_name(call.func, scope))
 
+            flow: Optional[FunctionFlow] = None
             for call in iter_nodes(forward.body, (cst.Call,), skip_nested_scopes=True):
-                if qualified(call) != PAD_SEQUENCE:
-                    continue
-                time_dim = literal_time_dimension(call_argument(call, 1, "batch_first"))
-                padding = call_argument(call, 2, "padding_value")
-                padding_free = padding_free_reductions(padding)
-                escape = where_unpacked_goes(forward, call, time_dim, padding_free, qualified, _REPACKS.__contains__,
-                                             returns_pair=False)
+                name = qualified(call)
+                if name == PAD_SEQUENCE:
+                    what = "pad_sequence() in the wrapped forward pads"
+                    time_dim = literal_time_dimension(call_argument(call, 1, "batch_first"))
+                    padding = call_argument(call, 2, "padding_value")
+                else:
+                    creator = _creator(call, name)
+                    if creator is None:
+                        continue
+                    flow = flow or FunctionFlow(forward)
+                    sized = _sized_by_replica_maximum(call, creator, flow)
+                    if sized is None:
+                        continue
+                    time_dim, size = sized
+                    code = analysis.module.code_for_node
+                    what = (f"{code(call.func)}(...) in the wrapped forward makes a tensor as long as `{code(size)}`, "
+                            "which pads by hand")
+                    padding = call_argument(call, 1, "fill_value") if creator in _FILLED else None
+                escape = where_unpacked_goes(forward, call, time_dim, padding_free_reductions(padding), qualified,
+                                             _REPACKS.__contains__, returns_pair=False)
                 if escape is None:
                     continue
                 how = _HOW.get(escape.kind, "leaves forward").format(reduction=escape.reduction)
@@ -155,4 +177,72 @@ class PadsToReplicaLength(Rule):
                            "replica's length or, if it is time, counts its padding")
                 effect = "a pooled value counts other padding than one device would" if escape.kind == POOLED else (
                     "the caller sees a batch padded differently per replica")
-                yield Violation(self.code, _MESSAGE.format(how=how, effect=effect, site=site), call)
+                yield Violation(self.code, _MESSAGE.format(what=what, how=how, effect=effect, site=site), call)
+
+
+# Tensors made to be filled in, by their own name or as a method of a tensor (`x.new_zeros(...)`); those
+# with a fill value take it second.
+_CREATORS = frozenset({"torch.zeros", "torch.full"})
+_CREATOR_METHODS = frozenset({"new_zeros", "new_full"})
+_FILLED = frozenset({"full", "new_full"})
+_MAXIMA = frozenset({"max", "amax"})
+
+
+def _creator(call: cst.Call, name: Optional[str]) -> Optional[str]:
+    """"zeros", "full", "new_zeros" or "new_full" for a call that makes such a tensor."""
+    if name in _CREATORS:
+        return name.rsplit(".", 1)[-1]
+    func = call.func
+    if name is None and isinstance(func, cst.Attribute) and func.attr.value in _CREATOR_METHODS:
+        return func.attr.value
+    return None
+
+
+def _sized_by_replica_maximum(call: cst.Call, creator: str, flow: FunctionFlow):
+    """(position of the size, the size) when one dimension of the new tensor is a maximum taken in
+    forward over what the replica was given (`lengths.max()`, `max(lengths)`, or a name bound to one):
+    under DataParallel each replica takes its own."""
+    positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    keyword = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "size"), None)
+    if creator in _FILLED or len(positional) == 1 or keyword is not None:
+        first = keyword if keyword is not None else (positional[0] if positional else None)
+        sizes = [element.value for element in first.elements] if isinstance(first, (cst.Tuple, cst.List)) else []
+    else:
+        sizes = positional
+    for position, size in enumerate(sizes):
+        if _replica_maximum(size, flow, 0):
+            return position, size
+    return None
+
+
+def _replica_maximum(expr: cst.BaseExpression, flow: FunctionFlow, depth: int) -> bool:
+    if depth > 6:
+        return False
+    if isinstance(expr, cst.Name):
+        seq = flow.seq_of.get(expr)
+        site = flow.binding_before(expr.value, seq, expr) if seq is not None else None
+        return site is not None and site.value is not None and site.tuple_index is None and \
+            _replica_maximum(site.value, flow, depth + 1)
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value in ("item", "int", "long", "tolist") and not expr.args:
+        return _replica_maximum(func.value, flow, depth + 1)  # `lengths.max().item()`
+    if isinstance(func, cst.Name) and func.value == "int" and len(expr.args) == 1:
+        return _replica_maximum(expr.args[0].value, flow, depth + 1)
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+    if name not in _MAXIMA:
+        return False
+    # Over what forward was given or computed, not over module state (`max(self.sizes)`) or constants.
+    on_torch = isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "torch"
+    over = [func.value] if isinstance(func, cst.Attribute) and not on_torch else []
+    over += [arg.value for arg in expr.args]
+    return any(_from_the_batch(node, flow) for node in over)
+
+
+def _from_the_batch(node: cst.BaseExpression, flow: FunctionFlow) -> bool:
+    """Whether the expression reads a parameter or a local of forward (other than self)."""
+    for name in iter_nodes(node, (cst.Name,)):
+        if name.value != "self" and (name.value in flow.parameters or name.value in flow.bindings):
+            return True
+    return False
