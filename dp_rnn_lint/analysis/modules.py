@@ -176,6 +176,12 @@ def iter_nodes(root: cst.CSTNode, types: tuple, skip_nested_scopes: bool = False
         stack.extend(reversed(children(node)))
 
 
+def _is_property_writer(function: cst.FunctionDef) -> bool:
+    """`@name.setter` or `@name.deleter`: `self.name(...)` calls what the getter returns, never these."""
+    return any(isinstance(decorator.decorator, cst.Attribute) and decorator.decorator.attr.value in ("setter", "deleter")
+               for decorator in function.decorators)
+
+
 class ModuleModel:
     """What one file's classes mean: which are nn.Modules and where their RNNs are."""
 
@@ -213,7 +219,7 @@ class ModuleModel:
             if module or self._base_unknown(node):
                 cls = ModuleClass(node=node, scope=scope)
                 for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
-                    if isinstance(statement, cst.FunctionDef):
+                    if isinstance(statement, cst.FunctionDef) and not _is_property_writer(statement):
                         cls.methods[statement.name.value] = statement
                 by_node[node] = cls
                 (self.classes if module else undecided).append(cls)

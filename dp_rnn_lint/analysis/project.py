@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..files import (FileProblem, module_name_for, prepare_cache_folder, read_source, replace_atomically,
+from ..files import (FileProblem, module_name_for, prepare_cache_folder, project_root, read_source, replace_atomically,
                      resolve_relative_import)
 from ..notebooks import cell_starts, in_cell, is_notebook
 from .ast_walk import child_nodes
@@ -161,6 +161,7 @@ def _mentions_rnn(data: bytes) -> bool:
 
 
 _RNN_NAME = re.compile(rb"\b(?:RNN|LSTM|GRU)\b")
+_SELF_ATTRIBUTE_TEXT = re.compile(rb"\bself\.([A-Za-z_]\w*)")
 
 
 # How far names are followed (assignments, factories, re-exports) before giving up.
@@ -636,6 +637,8 @@ class ProjectIndex:
                 self._by_file.setdefault(file, ([], []))[1].append((name, str(sites[0])))
         wrapped, direct = self._by_file.get(_path_key(path), ((), ()))
         facts = self._builder.class_facts(path) if self._builder is not None else {}
+        if direct and self._builder is not None:
+            facts["read_elsewhere"] = self._builder.attributes_read_elsewhere(_path_key(path))
         return FileContext(
             scope=scope,
             wrapped=tuple(sorted(wrapped)),
@@ -695,6 +698,9 @@ class FileContext:
     # (class qualname, where it is built): this file's module classes that build a torch RNN and that the
     # project builds only as roots, held by no other module (IndexBuilder.root_site)
     roots: Tuple[Tuple[str, str], ...] = ()
+    # For a file with a class DataParallel wraps: the attributes it sets on `self` that another file of
+    # the project mentions (`model.module.attention`, `core.print_loss()`), so they are read after a call
+    read_elsewhere: Tuple[str, ...] = ()
 
     def bases_elsewhere(self, qualname: str) -> tuple:
         return dict(self.inherited).get(qualname, ())
@@ -1154,6 +1160,24 @@ class IndexBuilder:
             entry.constructed = sorted({name.decode("ascii", "replace") for name in _CALLED_CLASS.findall(self._read(key))})
             self._unsaved = True
         return entry.constructed
+
+    def attributes_read_elsewhere(self, key: str) -> Tuple[str, ...]:
+        """The names the file uses as `self.<name>` that some other file of the project mentions as
+        `.<name>`: a plain text search, asked only for files holding a class DataParallel wraps."""
+        names = {match.decode() for match in _SELF_ATTRIBUTE_TEXT.findall(self._read(key))}
+        if not names:
+            return ()
+        mention = re.compile(rb"\.(" + b"|".join(re.escape(name.encode()) for name in sorted(names)) + rb")\b")
+        # Only the file's own project: a run over several projects must say what a run over this one says.
+        root = project_root(key)
+        within = _path_key(str(root)).rstrip(os.sep) + os.sep if root is not None else ""
+        found: Set[str] = set()
+        for other in self.paths:
+            if other != key and other.startswith(within):
+                found.update(match.decode() for match in mention.findall(self._read(other)))
+                if len(found) == len(names):
+                    break
+        return tuple(sorted(found))
 
     def root_site(self, start: ClassKey) -> Optional[str]:
         """Where the project builds the module class as a root, a module no other one holds: every call

@@ -5,9 +5,12 @@ Flags `self.<attr> = ...`, `self.<attr> += ...` and `setattr(self, "<attr>", ...
 a module class that holds an RNN, where the attribute is not a submodule or parameter, when `forward`
 reads the attribute before setting it, so that it uses a value from an earlier call (a stateful model
 keeping its last hidden state for the next batch), or when DataParallel is known to run the class
-(`--scope wrapped`, or a wrap the project index resolves to it). A value set and then read within one
-call is scratch, not state, and is not flagged unless the class is known to be wrapped; `self.n += 1` is
-judged only where the class sets `n` to a plain number (a buffer updated in place is fine).
+(`--scope wrapped`, or a wrap the project index resolves to it; a class a wrap resolves to is checked
+whether or not it holds an RNN itself). A value set and then read within one call is scratch, not
+state: it is not flagged unless the class is known to be wrapped and something outside the call uses
+the attribute (`__init__` or another method mentions it, or another file of the project does, as a
+training loop printing `model.module.last_loss`). `self.n += 1` is judged only where the class sets `n`
+to a plain number (a buffer updated in place is fine).
 
 ## Why is this bad?
 DataParallel runs each call on fresh replicas of the module and throws them away afterwards. An attribute
@@ -128,10 +131,13 @@ class ModuleStateLostOnReplicas(Rule):
     def check(self, analysis: FileAnalysis) -> Iterator[Violation]:
         for cls in analysis.checked_classes:
             path = analysis.forward_path(cls)
-            if path.forward is None or not path.rnns:
+            if path.forward is None:
                 continue
+            direct = analysis.direct_wrap_site(cls)
+            if not path.rnns and direct is None:
+                continue  # a class DataParallel wraps itself is checked whatever it holds; others need an RNN
             qualname = analysis.model.qualname(cls.node)
-            site = analysis.context.wrap_site(qualname) or analysis.direct_wrap_site(cls)
+            site = analysis.context.wrap_site(qualname) or direct
             events = _Events()
             events.walk(path.forward.body, self_name(path.forward))
             forward_writes = {attr for kind, attr, _ in events.order if kind == "write"}
@@ -139,6 +145,7 @@ class ModuleStateLostOnReplicas(Rule):
             for helper in path.entries:
                 helper_events.walk(helper.body, self_name(helper))
             structural, plain = _attribute_kinds(analysis, cls)
+            read_after: Optional[Set[str]] = None  # what the module is used for after a call (made when asked)
             reported: Set[str] = set()
             for kind, attr, node in events.order + helper_events.order:
                 if kind != "write" or attr in reported or attr in structural or attr in path.rnns:
@@ -149,6 +156,11 @@ class ModuleStateLostOnReplicas(Rule):
                              else attr in events.read or attr in helper_events.read)
                 if not read_back and site is None:
                     continue  # set before it is read (or never read), and nothing says DataParallel runs it
+                if not read_back:
+                    if read_after is None:
+                        read_after = _mentioned_off_the_path(analysis, path) | set(analysis.context.read_elsewhere)
+                    if attr not in read_after:
+                        continue  # nothing but this call uses it: losing it with the replica loses nothing
                 reported.add(attr)
                 note = f" (wrapped at {site})" if site else ""
                 sees = _READ_BACK if read_back else _NOT_READ
@@ -246,6 +258,22 @@ def _setattr_on(call: cst.Call, me: str) -> Optional[str]:
     return None
 
 
+def _is_plain_value(value: cst.BaseExpression) -> bool:
+    """A number, a string, None or a bool: no tensor, so no buffer."""
+    return isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.UnaryOperation)) or (
+        isinstance(value, cst.Name) and value.value in ("None", "True", "False"))
+
+
+def _mentioned_off_the_path(analysis: FileAnalysis, path) -> Set[str]:
+    """Attribute names (of any object) that this file uses outside the forward path: set up in
+    `__init__`, read by another method (`print_loss` reading `self.loss`), or by code that uses the module
+    (`model.attention`). An attribute only the forward path mentions is scratch of the call."""
+    on_path: Set[int] = set()
+    for function in (path.forward, *path.entries):
+        on_path.update(id(node) for node in iter_nodes(function, (cst.Attribute,)))
+    return {node.attr.value for node in iter_nodes(analysis.module, (cst.Attribute,)) if id(node) not in on_path}
+
+
 def _attribute_kinds(analysis: FileAnalysis, cls: ModuleClass) -> Tuple[Set[str], Set[str]]:
     """Attributes of the class (and its bases in this file) that hold submodules or parameters, and those
     it sets to a plain value (a number, a string, None, a bool: no tensor, so no buffer)."""
@@ -264,10 +292,16 @@ def _attribute_kinds(analysis: FileAnalysis, cls: ModuleClass) -> Tuple[Set[str]
                             and func.attr.value in ("register_parameter", "add_module", "register_module")):
                         found.add(str(node.args[0].value.evaluated_value))
                     continue
-                if isinstance(node.value, (cst.Integer, cst.Float, cst.SimpleString, cst.UnaryOperation)) or (
-                        isinstance(node.value, cst.Name) and node.value.value in ("None", "True", "False")):
+                if _is_plain_value(node.value):
                     plain.update(target.target.attr.value for target in node.targets
                                  if is_self_attribute(target.target, me) is not None)
+                    continue
+                if isinstance(node.value, cst.Tuple):  # `self.loss, self.steps = 0, 0`
+                    for target in node.targets:
+                        if isinstance(target.target, cst.Tuple) and len(target.target.elements) == len(node.value.elements):
+                            plain.update(element.value.attr.value
+                                         for element, value in zip(target.target.elements, node.value.elements)
+                                         if _is_plain_value(value.value) and is_self_attribute(element.value, me) is not None)
                     continue
                 if not isinstance(node.value, cst.Call):
                     continue
