@@ -40,6 +40,8 @@ def test_finding_columns_point_at_the_flagged_code(path):
         text = lines[finding.line - 1][finding.col - 1:]
         if finding.code in ("DPR004", "DPR008") and "returns" in finding.message and "(" not in text.split()[0]:
             assert text.split()[0].strip(",)") in finding.message, text  # the returned value's name
+        elif finding.code == "DPR008" and "treats its parameter" in finding.message and "(" not in text.split()[0]:
+            assert f"`{text.split(':')[0]}`" in finding.message, text  # the annotated parameter
         elif finding.code == "DPR006":
             assert text.startswith("self.") and text[5:].split()[0] in finding.message, text  # the attribute set
         else:

@@ -58,7 +58,7 @@ REGISTRY: Tuple[RuleEntry, ...] = (
                         (MODULE_CLASSES, WRAP_TARGETS))),
     RuleEntry("dpr008_packed_sequence_crosses_data_parallel",
               RuleNeeds((RNN_CLASS, CallSeed("pad_packed_sequence"), CallSeed("pack_padded_sequence"),
-                         CallSeed("pack_sequence")), (MODULE_CLASSES, WRAP_TARGETS))),
+                         CallSeed("pack_sequence"), CallSeed("PackedSequence")), (MODULE_CLASSES, WRAP_TARGETS))),
 )
 
 

@@ -3,9 +3,10 @@
 ## What it does
 Flags a parameter used as a `PackedSequence` that `forward` did not pack itself (handed to an RNN whose
 output is unpacked with `pad_packed_sequence`, given to `pad_packed_sequence`, or annotated
-`PackedSequence`), and a `PackedSequence` that `forward` returns (the result of `pack_padded_sequence`, or
-an RNN run on one), in the `forward` of a class that `nn.DataParallel` wraps directly (found by the
-project index).
+`PackedSequence`, however it is used then: a layer of cells stepping over `.data` by `.batch_sizes`), and
+a `PackedSequence` that `forward` returns (the result of `pack_padded_sequence`, a `PackedSequence(...)`
+built from fields, or an RNN run on one), in the `forward` of a class that `nn.DataParallel` wraps
+directly (found by the project index).
 
 ## Why is this bad?
 DataParallel splits every tensor of its inputs along dim 0 and concatenates every tensor of the
@@ -82,7 +83,7 @@ from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow, PackSite, trace_to_pack
 from ..analysis.forward_path import Invocation, PadCall
 from ..analysis.modules import ModuleClass, call_argument, iter_nodes, returned_parts
-from ..analysis.torch_names import PACK_PADDED_SEQUENCE, PACK_SEQUENCE, canonical
+from ..analysis.torch_names import PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE, canonical
 from ..findings import Violation
 from .base import Example, Rule
 
@@ -97,7 +98,8 @@ _PACKED_OUT = (
     "along dim 0, which for a packed sequence's data and batch_sizes describes no batch at all; unpack it with "
     "pad_packed_sequence(..., total_length=...) and return the padded tensor (wrapped at {site})"
 )
-_PACKING = frozenset({PACK_PADDED_SEQUENCE, PACK_SEQUENCE})
+# What makes a PackedSequence in forward: the pack calls, and the namedtuple built from fields by hand.
+_PACKING = frozenset({PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE})
 _PARAMETER_ORIGIN = "the packed sequence is the parameter `{}`"
 
 
@@ -248,6 +250,12 @@ class _Forward:
                 name = self._unchanged_parameter(first) if first is not None else None
                 if name is not None and (name in annotated or _PARAMETER_ORIGIN.format(name) in unpacked_origins):
                     yield name, event.call
+                    annotated.discard(name)
+        # Annotated so but used only through its fields (a layer of cells stepping over `.data` by
+        # `.batch_sizes`): the annotation says what callers pass, and scattering it fails all the same.
+        for param in self.forward.params.params:
+            if param.name.value in annotated:
+                yield param.name.value, param
 
     # -- a PackedSequence returned ---------------------------------------------------------------
     def _returned_packed(self) -> Iterator[tuple]:
