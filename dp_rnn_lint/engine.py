@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Uni
 
 from .analysis.project import FileContext, build_index, mentions_wrap
 from . import rules as registry
-from .analysis.screen import inherits_from_elsewhere, may_have_findings, may_have_findings_text, may_inherit_text
+from .analysis.screen import (inherits_from_elsewhere, may_have_findings, may_have_findings_text, may_inherit_text,
+                              wraps_imported_call)
 from .escaping import printable
 from .files import FileProblem, module_name_for, read_source, write_atomically
 from .findings import Finding, Violation
@@ -207,6 +208,8 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
     # tell, so such a file is kept for the project's verdict (`inherited`) when the screens rule it out.
     needs = registry.screen_needs(codes)
     inherited = not force and needs.rnn_class and may_inherit_text(data)
+    # A wrap of what a function of another file returns may wrap an RNN: only the project can tell.
+    wraps = not force and any(seed.given_rnn for seed in needs.calls) and mentions_wrap(data)
     words = _STRONG_WORDS if force else _candidate_words_found(data)
     # Only common words, and the text rules the file out: as if it held none (no parse for its syntax).
     candidates = words == _STRONG_WORDS or (words == _WEAK_WORDS and may_have_findings_text(data, needs))
@@ -214,9 +217,9 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
         check_readable(source)  # not worth parsing, but a binary or undecodable `.py` file gets an error line
         if check_syntax and tree is None and not parses(source):
             return _FirstLook(False, python_verdict(source)[1])
-        if not inherited:
+        if not (inherited or wraps):
             return _FirstLook(False)
-        if tree is None:
+        if tree is None and not wraps:  # a wrap's argument is read off Python's tree, below
             # Only what its classes may inherit is in question: the project's imports tell that without a
             # tree (ProjectIndex.may_run_rnn_elsewhere), and the forced look parses if it comes to that.
             note = too_large(data)
@@ -230,13 +233,14 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
         # Parsed even when the screen below needs no tree: a file that mentions an RNN and does not
         # parse deserves its error line. Where the text already rules the file out, only that verdict
         # is wanted, and Python's tree is built only when the cheaper parse objects.
-        if not force and not may_have_findings_text(data, needs) and parses(source):
+        if not force and not wraps and not may_have_findings_text(data, needs) and parses(source):
             return _FirstLook(False, may_inherit=inherited)
         tree, python_error, too_deep = python_verdict(source)
         if too_deep:
             raise FileProblem(python_error)
     if not force and tree is not None and not (may_have_findings_text(data, needs) and may_have_findings(tree, needs)):
-        return _FirstLook(False, may_inherit=inherited and inherits_from_elsewhere(tree), tree=tree)
+        may_inherit = (inherited and inherits_from_elsewhere(tree)) or (wraps and wraps_imported_call(tree))
+        return _FirstLook(False, may_inherit=may_inherit, tree=tree)
     return _FirstLook(True, python_error, tree=tree)
 
 
@@ -251,7 +255,9 @@ def _inherited_look(source: Union[str, bytes], codes: Sequence[str], look: _Firs
 
 def _inherits_rnn(context: FileContext, codes: Sequence[str]) -> bool:
     """Whether, for these codes, a class of the file may run an RNN that another file builds."""
-    return context.rnn_elsewhere and registry.screen_needs(codes).rnn_class
+    needs = registry.screen_needs(codes)
+    return (context.rnn_elsewhere and needs.rnn_class) or (
+        bool(context.rnn_factories) and any(seed.given_rnn for seed in needs.calls))
 
 
 def check_source(source: Union[str, bytes], path: str = "", selection: Selection = Selection(),

@@ -268,3 +268,19 @@ def test_padding_by_hand_passes_the_screen_only_when_a_maximum_sizes_it(body, ke
     # DPR007's hand-padding seeds: a tensor maker in forward, one of whose arguments is a maximum.
     source = f"import torch\nclass P:\n    def forward(self, x, lengths):\n        {body}\n        return out\n"
     assert screened_out(source, screen_needs(["DPR007"])) is not kept
+
+
+@pytest.mark.parametrize("source, kept", [
+    ("from models.factory import make_encoder\nnet = nn.DataParallel(make_encoder(32))\n", True),
+    ("from .factory import make_encoder\nlayer = make_encoder(32)\nnet = nn.DataParallel(layer.cuda())\n", True),
+    ("import models.factory as factory\nnet = nn.DataParallel(factory.build_rnn('gru'))\n", True),
+    # A class (capitalised), a torch function, or something not called: no factory result is wrapped.
+    ("from models.net import Net\nnet = nn.DataParallel(Net())\n", False),
+    ("from torch.hub import load\nnet = nn.DataParallel(load('repo', 'model'))\n", False),
+    ("from models.factory import make_encoder\nnet = nn.DataParallel(model)\n", False),
+])
+def test_a_wrap_of_what_an_imported_function_returns_is_left_to_the_project(source, kept):
+    # DPR005 across files: only the project index can say whether the factory returns a torch RNN.
+    from dp_rnn_lint.analysis.screen import wraps_imported_call
+
+    assert wraps_imported_call(ast.parse("import torch.nn as nn\n" + source)) is kept

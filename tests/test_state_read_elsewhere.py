@@ -1,5 +1,6 @@
-"""DPR006 in a class DataParallel wraps: state set in forward is flagged when something outside the call
-uses it, here a training script in another file of the project, and not when only the call itself does."""
+"""What the project index knows across files, in the tracker sample project: DPR006 in a class DataParallel
+wraps flags state set in forward that another file reads (and not state only the call uses), and DPR005
+flags a wrap of what a factory function of another file returns when that is always a torch RNN."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from .test_project_recall import expected, flake8, run
 from .test_scope import located
 
 SAMPLE = FIXTURES / "projects" / "tracker_project"
+FINDINGS = {("tracker/model.py", 19, "DPR006"), ("extract.py", 9, "DPR005")}
 
 
 @pytest.fixture
@@ -21,21 +23,33 @@ def project(tmp_path):
     return target
 
 
-def test_state_another_file_reads_is_flagged_by_the_cli_and_flake8_alike(project):
-    want = expected(project, "any")
-    assert want == {("tracker/model.py", 19, "DPR006")}
+def test_the_markers_are_what_the_cli_and_flake8_report_whichever_paths_are_named(project):
+    assert expected(project, "any") == FINDINGS
     whole = run(project, "--no-cache")
-    assert located(whole.stdout) == want, whole.stdout
+    assert located(whole.stdout) == FINDINGS, whole.stdout
     one_file = run(project / "tracker", "--no-cache", "model.py")
     assert located(one_file.stdout) == {("model.py", 19, "DPR006")}, one_file.stdout
-    plugin = flake8(project, "tracker/model.py")
-    assert located(plugin.stdout) == want, plugin.stdout
+    script = run(project, "extract.py")  # as pre-commit runs it: one changed file, the cache warm or not
+    assert located(script.stdout) == {("extract.py", 9, "DPR005")}, script.stdout
+    assert "what tracker/factory.py:recurrent_layer() returns" in script.stdout
+    for path in ("tracker/model.py", "extract.py"):
+        plugin = flake8(project, path)
+        assert located(plugin.stdout) == {item for item in FINDINGS if item[0] == path}, plugin.stdout
 
 
-def test_the_finding_goes_when_the_other_file_stops_reading_the_state(project):
-    assert located(run(project).stdout) == {("tracker/model.py", 19, "DPR006")}
+def test_the_state_finding_goes_when_the_other_file_stops_reading_the_state(project):
+    assert located(run(project).stdout) == FINDINGS
     train = project / "train.py"
     train.write_text(train.read_text().replace("tracker.module.last_loss", "0.0"))
     # The cached result of model.py, which did not change, must not survive the change elsewhere.
     result = run(project)
+    assert located(result.stdout) == FINDINGS - {("tracker/model.py", 19, "DPR006")}, result.stdout
+
+
+def test_the_wrap_finding_goes_when_the_factory_stops_returning_a_torch_rnn(project):
+    assert located(run(project, "extract.py").stdout) == {("extract.py", 9, "DPR005")}
+    factory = project / "tracker" / "factory.py"
+    factory.write_text(factory.read_text().replace("    return nn.GRU(size, size, batch_first=True)",
+                                                   "    return SlotTracker(size)"))
+    result = run(project, "extract.py")  # extract.py did not change: its cached verdict must not stand
     assert located(result.stdout) == set(), result.stdout

@@ -623,6 +623,9 @@ class ProjectIndex:
     direct: Dict[ClassKey, List[WrapSite]] = field(default_factory=dict)  # wrap targets themselves
     unresolved: List[UnresolvedWrap] = field(default_factory=list)
     sites: List[WrapSite] = field(default_factory=list)
+    # file -> (callee as the wrap's file writes it, RNN kind, the factory): wraps of what a project
+    # function returns, when that is always a torch RNN (`nn.DataParallel(make_encoder(32))`)
+    rnn_factories: Dict[str, List[Tuple[str, str, str]]] = field(default_factory=dict)
     files_parsed: int = 0
     _by_file: Optional[Dict[str, Tuple[list, list]]] = field(default=None, repr=False, compare=False)
     # What answers which classes are modules, file by file as they are asked for (None: nothing is).
@@ -639,6 +642,9 @@ class ProjectIndex:
         facts = self._builder.class_facts(path) if self._builder is not None else {}
         if direct and self._builder is not None:
             facts["read_elsewhere"] = self._builder.attributes_read_elsewhere(_path_key(path))
+        factories = self.rnn_factories.get(_path_key(path))
+        if factories:
+            facts["rnn_factories"] = tuple(sorted(set(factories)))
         return FileContext(
             scope=scope,
             wrapped=tuple(sorted(wrapped)),
@@ -659,6 +665,8 @@ class ProjectIndex:
         """Whether a class of the file may run an RNN built in another file (IndexBuilder.may_run_rnn_elsewhere):
         when not, a file that would need the analysis only for that is clean, and its context is not asked."""
         key = _path_key(path)
+        if key in self.rnn_factories:
+            return True
         return self._builder is not None and key in self._builder.paths and self._builder.may_run_rnn_elsewhere(key)
 
     def adopt(self, path: str, entry: list) -> None:
@@ -701,6 +709,9 @@ class FileContext:
     # For a file with a class DataParallel wraps: the attributes it sets on `self` that another file of
     # the project mentions (`model.module.attention`, `core.print_loss()`), so they are read after a call
     read_elsewhere: Tuple[str, ...] = ()
+    # (callee as written here, RNN kind, "path:function"): functions of other files whose every return
+    # is a torch RNN, called in this file's DataParallel wraps (IndexBuilder.rnn_built_by)
+    rnn_factories: Tuple[Tuple[str, str, str], ...] = ()
 
     def bases_elsewhere(self, qualname: str) -> tuple:
         return dict(self.inherited).get(qualname, ())
@@ -717,6 +728,10 @@ class FileContext:
     def imported_name(self, local: str) -> Optional[Tuple[str, str, str, int, int]]:
         """(kind, path, qualname, size, mtime_ns) of a name imported from another file of the project."""
         return next((item[1:] for item in self.imported if item[0] == local), None)
+
+    def rnn_factory(self, callee: str) -> Optional[Tuple[str, str]]:
+        """(kind, "path:function") when the project says that calling `callee` here builds a torch RNN."""
+        return next((item[1:] for item in self.rnn_factories if item[0] == callee), None)
 
     def wrap_site(self, qualname: str) -> Optional[str]:
         return dict(self.wrapped).get(qualname)
@@ -1046,6 +1061,33 @@ class IndexBuilder:
             return classes, None
         return [], found
 
+    def rnn_built_by(self, file: str, name: str, depth: int = 0) -> Optional[Tuple[str, str]]:
+        """(kind, "path:function") when calling `name` in `file` runs a function of the project whose every
+        return is a torch RNN (directly, or through more such functions); None otherwise."""
+        kind, found = self.resolve(file, name, depth)
+        if kind != "function" or depth >= _MAX_DEPTH:
+            return None
+        function_file, function = found
+        returns = self.summary(function_file)["functions"][function]["returns"]
+        kinds = []
+        for ref in returns:
+            if ref is None:
+                return None
+            what, target = self.resolve(function_file, ref, depth + 1)
+            if what == "external" and rnn_kind(target):
+                kinds.append(rnn_kind(target))
+            elif what == "function":
+                inner = self.rnn_built_by(function_file, ref, depth + 1)
+                if inner is None:
+                    return None
+                kinds.append(inner[0])
+            else:
+                return None
+        if not kinds:
+            return None
+        where = f"{shown_path(self.paths.get(function_file, function_file))}:{function}"
+        return " or ".join(dict.fromkeys(kinds)), where
+
     def is_module_class(self, key: ClassKey) -> bool:
         return self.module_status(key) == MODULE
 
@@ -1283,6 +1325,10 @@ class IndexBuilder:
                 index.sites.append(site)
                 targets: List[ClassKey] = []
                 reason = None
+                for ref in wrap["refs"]:
+                    built = self.rnn_built_by(key, ref) if ref is not None else None
+                    if built is not None:
+                        index.rnn_factories.setdefault(key, []).append((ref, *built))
                 for ref in wrap["refs"] or [UNKNOWN]:
                     found, why = self.classes_of(key, ref)
                     if why:

@@ -151,17 +151,11 @@ def inherits_from_elsewhere(tree: ast.Module) -> bool:
     stores on self what such a name returns (`self.rnn = build_rnn(...)`): a class or factory of another
     file of the project, or of another package, may build the RNN forward runs."""
     nodes = walk(tree)
-    imported = {}
+    imported = _imported_from_outside_torch(nodes)
     used = []
     for node in nodes:
         kind = type(node)
-        if kind is ast.ImportFrom:
-            for alias in node.names:
-                imported[alias.asname or alias.name] = node.level > 0 or not (node.module or "").startswith("torch")
-        elif kind is ast.Import:
-            for alias in node.names:
-                imported[(alias.asname or alias.name).split(".")[0]] = not alias.name.startswith("torch")
-        elif kind is ast.ClassDef:
+        if kind is ast.ClassDef:
             if any(isinstance(item, _FUNCTIONS) and item.name == "forward" for item in node.body):
                 used += [base.value if isinstance(base, ast.Subscript) else base for base in node.bases]
         elif kind is ast.Assign and type(node.value) is ast.Call and any(
@@ -172,6 +166,56 @@ def inherits_from_elsewhere(tree: ast.Module) -> bool:
             root = root.value
         if isinstance(root, ast.Name) and imported.get(root.id):
             return True
+    return False
+
+
+def _imported_from_outside_torch(nodes: Sequence[ast.AST]) -> Dict[str, bool]:
+    """Each name the file's imports bind: whether it comes from outside torch."""
+    imported: Dict[str, bool] = {}
+    for node in nodes:
+        if type(node) is ast.ImportFrom:
+            for alias in node.names:
+                imported[alias.asname or alias.name] = node.level > 0 or not (node.module or "").startswith("torch")
+        elif type(node) is ast.Import:
+            for alias in node.names:
+                imported[(alias.asname or alias.name).split(".")[0]] = not alias.name.startswith("torch")
+    return imported
+
+
+_WRAP_CALLEES = frozenset({"DataParallel", "data_parallel"})
+_DEVICE_MOVES = frozenset({"cuda", "to", "cpu", "float", "half", "double"})
+
+
+def wraps_imported_call(tree: ast.Module) -> bool:
+    """Whether a DataParallel wrap in the file is given what a function imported from outside torch
+    returns (`nn.DataParallel(make_encoder(32))`, or a name bound to such a call): a factory of another
+    file of the project may build the RNN it wraps. Functions are told from classes by their lower-case
+    first letter, as PEP 8 names them: a wrapped model class builds no RNN that DataParallel runs bare."""
+    nodes = walk(tree)
+    called_for: Dict[str, List[ast.AST]] = {}  # name -> the callees of the calls bound to it
+    given: List[ast.AST] = []
+    for node in nodes:
+        if type(node) is ast.Assign and type(node.value) is ast.Call:
+            for target in node.targets:
+                if type(target) is ast.Name:
+                    called_for.setdefault(target.id, []).append(node.value.func)
+        elif type(node) is ast.Call and callee_name(node.func) in _WRAP_CALLEES:
+            value = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "module"), None)
+            if value is not None:
+                given.append(value)
+    imported: Optional[Dict[str, bool]] = None
+    for value in given:
+        while type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in _DEVICE_MOVES:
+            value = value.func.value  # `make_encoder(32).cuda()`
+        callees = [value.func] if type(value) is ast.Call else called_for.get(value.id, []) if type(value) is ast.Name else []
+        for func in callees:
+            root = func
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and callee_name(func)[:1].islower():
+                imported = _imported_from_outside_torch(nodes) if imported is None else imported
+                if imported.get(root.id):
+                    return True
     return False
 
 

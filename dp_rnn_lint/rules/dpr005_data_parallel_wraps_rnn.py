@@ -2,9 +2,10 @@
 
 ## What it does
 Flags `nn.DataParallel(rnn)` and `data_parallel(rnn, inputs)` whose module is a torch RNN itself: an
-`nn.LSTM`/`nn.GRU`/`nn.RNN` built in the call, a name bound to one in the same function or module, or an
-RNN attribute of the class the call is in (`nn.DataParallel(self.lstm)`, or `self.lstm =
-nn.DataParallel(nn.LSTM(...))` in `__init__`).
+`nn.LSTM`/`nn.GRU`/`nn.RNN` built in the call, a name bound to one in the same function or module, what
+a factory function returns when its every return is one (in the same file, or in another file of the
+project, which the project index follows), or an RNN attribute of the class the call is in
+(`nn.DataParallel(self.lstm)`, or `self.lstm = nn.DataParallel(nn.LSTM(...))` in `__init__`).
 
 ## Why is this bad?
 DataParallel copies the module onto each GPU for every call and runs the copies' `forward`. For an RNN
@@ -146,7 +147,7 @@ def _rnn_of(analysis: FileAnalysis, node: cst.BaseExpression, scope: Scope, dept
         kind = rnn_kind(analysis.resolver.qualified_name(func, scope))
         if kind:
             return kind, f"a new {code(func)}"
-        return _returned_by(analysis, func, scope, depth)
+        return _returned_by(analysis, func, scope, depth) or _built_elsewhere(analysis, func)
     if isinstance(node, cst.Name):
         bindings = analysis.resolver.bindings(node.value, scope)
         values = [binding.value for binding in bindings]
@@ -162,6 +163,19 @@ def _rnn_of(analysis: FileAnalysis, node: cst.BaseExpression, scope: Scope, dept
         if held is not None and not (held.is_list or held.optional or held.guarded) and held.kind.startswith("nn."):
             return held.kind[3:].split(" ")[0], f"self.{node.attr.value} ({held.kind})"
     return None
+
+
+def _built_elsewhere(analysis: FileAnalysis, func: cst.BaseExpression) -> Optional[tuple]:
+    """What a factory function of another file of the project builds, as the project index found it."""
+    if not isinstance(func, (cst.Name, cst.Attribute)):
+        return None
+    found = analysis.context.rnn_factory(analysis.module.code_for_node(func))
+    if found is None:
+        return None
+    kind, where = found
+    kinds = kind.split(" or ")
+    either = f", an nn.{' or an nn.'.join(kinds)}" if len(kinds) > 1 else ""
+    return kinds[0], f"what {where}() returns{either}"
 
 
 def _returned_by(analysis: FileAnalysis, func: cst.BaseExpression, scope: Scope, depth: int) -> Optional[tuple]:
