@@ -14,7 +14,7 @@ from typing import Optional, Union
 from . import __version__
 from .analysis.project import FileContext
 from .engine import FileResult, Selection
-from .files import prepare_cache_folder, project_root, replace_atomically
+from .files import code_fingerprint, prepare_cache_folder, project_root, replace_atomically
 from .findings import Finding, Fix
 
 CACHE_DIR_ENV = "DP_RNN_LINT_CACHE_DIR"
@@ -50,7 +50,7 @@ class ResultCache:
         import hashlib  # json, hashlib and tempfile load where used: a run without the cache never needs them
 
         digest = hashlib.sha256()
-        for part in (__version__, path, repr(selection), repr(context), "named" if named else ""):
+        for part in (code_fingerprint(), path, repr(selection), repr(context), "named" if named else ""):
             digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(source)
         return digest.hexdigest()

@@ -291,6 +291,30 @@ def prepare_cache_folder(versioned: Path) -> bool:
 PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 
 
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """This installation's version and the size and mtime of each of its own modules: cached results are
+    kept under it, so that a changed linter (an editable install, a development version that kept its
+    number) never answers with what an older one found."""
+    import hashlib
+
+    from . import __version__
+
+    package = os.path.dirname(os.path.abspath(__file__))
+    digest = hashlib.sha256(__version__.encode())
+    for folder, subfolders, names in os.walk(package):
+        subfolders.sort()
+        for name in sorted(names):
+            if name.endswith(".py"):
+                try:
+                    info = os.stat(os.path.join(folder, name))
+                except OSError:
+                    continue
+                relative = os.path.relpath(os.path.join(folder, name), package)
+                digest.update(f"{relative}:{info.st_size}:{info.st_mtime_ns}\0".encode("utf-8", "surrogateescape"))
+    return f"{__version__}-{digest.hexdigest()[:12]}"
+
+
 def project_root(path: str) -> Optional[Path]:
     """The nearest folder upward from `path` holding pyproject.toml, setup.cfg, setup.py or .git."""
     return _folder_project_root(os.path.dirname(os.path.abspath(path)))

@@ -274,6 +274,9 @@ def test_padding_by_hand_passes_the_screen_only_when_a_maximum_sizes_it(body, ke
     ("from models.factory import make_encoder\nnet = nn.DataParallel(make_encoder(32))\n", True),
     ("from .factory import make_encoder\nlayer = make_encoder(32)\nnet = nn.DataParallel(layer.cuda())\n", True),
     ("import models.factory as factory\nnet = nn.DataParallel(factory.build_rnn('gru'))\n", True),
+    ("from .factory import make_encoder\nlayer = make_encoder(32).cuda()\nnet = nn.DataParallel(layer)\n", True),
+    ("from .factory import make_encoder\nlayer: nn.Module = make_encoder(32)\nnet = nn.DataParallel(layer)\n", True),
+    ("from .factory import _make_rnn\nnet = nn.DataParallel(_make_rnn(32))\n", True),
     # A class (capitalised), a torch function, or something not called: no factory result is wrapped.
     ("from models.net import Net\nnet = nn.DataParallel(Net())\n", False),
     ("from torch.hub import load\nnet = nn.DataParallel(load('repo', 'model'))\n", False),

@@ -1,5 +1,6 @@
 """What the project index knows across files, in the tracker sample project: DPR006 in a class DataParallel
-wraps flags state set in forward that another file reads (and not state only the call uses), and DPR005
+wraps (or runs as a submodule) flags state set in forward that another file reads (and not state only the
+call uses), and DPR005
 flags a wrap of what a factory function of another file returns when that is always a torch RNN."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from .test_project_recall import expected, flake8, run
 from .test_scope import located
 
 SAMPLE = FIXTURES / "projects" / "tracker_project"
-FINDINGS = {("tracker/model.py", 19, "DPR006"), ("extract.py", 9, "DPR005")}
+FINDINGS = {("tracker/model.py", 19, "DPR006"), ("tracker/encoder.py", 15, "DPR006"), ("extract.py", 9, "DPR005")}
 
 
 @pytest.fixture
@@ -32,7 +33,7 @@ def test_the_markers_are_what_the_cli_and_flake8_report_whichever_paths_are_name
     script = run(project, "extract.py")  # as pre-commit runs it: one changed file, the cache warm or not
     assert located(script.stdout) == {("extract.py", 9, "DPR005")}, script.stdout
     assert "what tracker/factory.py:recurrent_layer() returns" in script.stdout
-    for path in ("tracker/model.py", "extract.py"):
+    for path in ("tracker/model.py", "tracker/encoder.py", "extract.py"):
         plugin = flake8(project, path)
         assert located(plugin.stdout) == {item for item in FINDINGS if item[0] == path}, plugin.stdout
 

@@ -20,12 +20,13 @@ import ast
 import os
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..files import (FileProblem, module_name_for, prepare_cache_folder, project_root, read_source, replace_atomically,
-                     resolve_relative_import)
+from ..files import (FileProblem, code_fingerprint, module_name_for, prepare_cache_folder, project_root, read_source,
+                     replace_atomically, resolve_relative_import)
 from ..notebooks import cell_starts, in_cell, is_notebook
 from .ast_walk import child_nodes
 from .screen import may_inherit_text
@@ -162,6 +163,7 @@ def _mentions_rnn(data: bytes) -> bool:
 
 _RNN_NAME = re.compile(rb"\b(?:RNN|LSTM|GRU)\b")
 _SELF_ATTRIBUTE_TEXT = re.compile(rb"\bself\.([A-Za-z_]\w*)")
+_ATTRIBUTE_TEXT = re.compile(rb"\.([A-Za-z_]\w*)")
 
 
 # How far names are followed (assignments, factories, re-exports) before giving up.
@@ -626,6 +628,8 @@ class ProjectIndex:
     # file -> (callee as the wrap's file writes it, RNN kind, the factory): wraps of what a project
     # function returns, when that is always a torch RNN (`nn.DataParallel(make_encoder(32))`)
     rnn_factories: Dict[str, List[Tuple[str, str, str]]] = field(default_factory=dict)
+    # file holding wrapped classes -> the files whose wraps reach them
+    wrap_files: Dict[str, Set[str]] = field(default_factory=dict)
     files_parsed: int = 0
     _by_file: Optional[Dict[str, Tuple[list, list]]] = field(default=None, repr=False, compare=False)
     # What answers which classes are modules, file by file as they are asked for (None: nothing is).
@@ -640,8 +644,10 @@ class ProjectIndex:
                 self._by_file.setdefault(file, ([], []))[1].append((name, str(sites[0])))
         wrapped, direct = self._by_file.get(_path_key(path), ((), ()))
         facts = self._builder.class_facts(path) if self._builder is not None else {}
-        if direct and self._builder is not None:
-            facts["read_elsewhere"] = self._builder.attributes_read_elsewhere(_path_key(path))
+        key = _path_key(path)
+        if (wrapped or direct) and self._builder is not None:
+            facts["read_elsewhere"] = self._builder.attributes_read_elsewhere(key, self.wrap_files,
+                                                                              self.wrap_files.get(key, ()))
         factories = self.rnn_factories.get(_path_key(path))
         if factories:
             facts["rnn_factories"] = tuple(sorted(set(factories)))
@@ -795,6 +801,9 @@ class IndexBuilder:
         self._imports_resolved: Dict[str, Set[str]] = {}
         self._roots: Dict[ClassKey, Optional[str]] = {}
         self._calling: Optional[Dict[str, List[str]]] = None  # class-like name -> the files calling it
+        # Each wrapped class's file's self-attribute names, and the files mentioning each name (state rules)
+        self._self_names: Dict[str, Set[str]] = {}
+        self._mentions: Optional[Dict[str, Set[str]]] = None
         for key in self.paths:
             module, is_package = self._module_of[key] = module_name_for(key)
             if module:
@@ -1203,23 +1212,32 @@ class IndexBuilder:
             self._unsaved = True
         return entry.constructed
 
-    def attributes_read_elsewhere(self, key: str) -> Tuple[str, ...]:
+    def attributes_read_elsewhere(self, key: str, wrapped_files: Iterable[str], wrap_files: Iterable[str]) -> Tuple[str, ...]:
         """The names the file uses as `self.<name>` that some other file of the project mentions as
-        `.<name>`: a plain text search, asked only for files holding a class DataParallel wraps."""
-        names = {match.decode() for match in _SELF_ATTRIBUTE_TEXT.findall(self._read(key))}
-        if not names:
-            return ()
-        mention = re.compile(rb"\.(" + b"|".join(re.escape(name.encode()) for name in sorted(names)) + rb")\b")
-        # Only the file's own project: a run over several projects must say what a run over this one says.
-        root = project_root(key)
-        within = _path_key(str(root)).rstrip(os.sep) + os.sep if root is not None else ""
-        found: Set[str] = set()
-        for other in self.paths:
-            if other != key and other.startswith(within):
-                found.update(match.decode() for match in mention.findall(self._read(other)))
-                if len(found) == len(names):
-                    break
-        return tuple(sorted(found))
+        `<object>.<name>` (not as its own `self.<name>`): a plain text search, made once per run for every
+        file holding a class DataParallel runs (`wrapped_files`), over the files of the project of this
+        file and of the files whose wraps reach it (`wrap_files`), so that a run over several projects
+        says what a run over this one says."""
+        if self._mentions is None:
+            self._self_names = {file: {match.decode() for match in _SELF_ATTRIBUTE_TEXT.findall(self._read(file))}
+                                for file in wrapped_files}
+            wanted = {name.encode() for name in set().union(*self._self_names.values())}
+            self._mentions = {}
+            for other in self.paths if wanted else ():
+                data = self._read(other)
+                attributes = _ATTRIBUTE_TEXT.findall(data)
+                hits = wanted.intersection(attributes)
+                if hits:  # through another object than the file's own `self`
+                    counts = Counter(attributes)
+                    counts.subtract(_SELF_ATTRIBUTE_TEXT.findall(data))
+                    for name in hits:
+                        if counts[name] > 0:
+                            self._mentions.setdefault(name.decode(), set()).add(other)
+        names = self._self_names.get(key, set())
+        roots = {project_root(file) for file in (key, *wrap_files)}
+        within = tuple(_path_key(str(root)).rstrip(os.sep) + os.sep if root is not None else "" for root in roots)
+        return tuple(sorted(name for name in names
+                            if any(other != key and other.startswith(within) for other in self._mentions.get(name, ()))))
 
     def root_site(self, start: ClassKey) -> Optional[str]:
         """Where the project builds the module class as a root, a module no other one holds: every call
@@ -1340,16 +1358,17 @@ class IndexBuilder:
                     continue
                 for target in targets:
                     index.direct.setdefault(target, []).append(site)
-                    self._reach(target, site, index)
+                    self._reach(target, site, index, key)
         index.files_parsed = self.files_parsed
         index._builder = self
         return index
 
-    def _reach(self, start: ClassKey, site: WrapSite, index: ProjectIndex) -> None:
+    def _reach(self, start: ClassKey, site: WrapSite, index: ProjectIndex, wrap_file: str) -> None:
         """The class, its submodules and bases, and theirs, all run on the replicas of this wrap."""
         stack = [start]
         while stack:
             key = stack.pop()
+            index.wrap_files.setdefault(key[0], set()).add(wrap_file)
             if key in index.wrapped:
                 continue
             index.wrapped[key] = site
@@ -1370,8 +1389,9 @@ def index_cache_file(cache_dir: Optional[Path], anchor: str) -> Optional[Path]:
 
     from .. import __version__
 
-    digest = hashlib.sha256(_path_key(anchor).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return cache_dir / __version__ / f"index-{digest}.json"
+    # The summaries are what this code of the linter makes of each file: another code, another index.
+    digest = hashlib.sha256((_path_key(anchor) + "\0" + code_fingerprint()).encode("utf-8", "surrogateescape"))
+    return cache_dir / __version__ / f"index-{digest.hexdigest()[:16]}.json"
 
 
 def build_index(paths: Iterable[str], sources: Optional[Mapping[str, bytes]] = None,

@@ -186,6 +186,13 @@ _WRAP_CALLEES = frozenset({"DataParallel", "data_parallel"})
 _DEVICE_MOVES = frozenset({"cuda", "to", "cpu", "float", "half", "double"})
 
 
+def _without_device_moves(value: ast.AST) -> ast.AST:
+    """`make_encoder(32)` for `make_encoder(32).cuda()`: a move returns the module it is called on."""
+    while type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in _DEVICE_MOVES:
+        value = value.func.value
+    return value
+
+
 def wraps_imported_call(tree: ast.Module) -> bool:
     """Whether a DataParallel wrap in the file is given what a function imported from outside torch
     returns (`nn.DataParallel(make_encoder(32))`, or a name bound to such a call): a factory of another
@@ -195,24 +202,24 @@ def wraps_imported_call(tree: ast.Module) -> bool:
     called_for: Dict[str, List[ast.AST]] = {}  # name -> the callees of the calls bound to it
     given: List[ast.AST] = []
     for node in nodes:
-        if type(node) is ast.Assign and type(node.value) is ast.Call:
-            for target in node.targets:
-                if type(target) is ast.Name:
-                    called_for.setdefault(target.id, []).append(node.value.func)
+        if type(node) in (ast.Assign, ast.AnnAssign) and node.value is not None:
+            value = _without_device_moves(node.value)
+            if type(value) is ast.Call:
+                for target in (node.targets if type(node) is ast.Assign else [node.target]):
+                    if type(target) is ast.Name:
+                        called_for.setdefault(target.id, []).append(value.func)
         elif type(node) is ast.Call and callee_name(node.func) in _WRAP_CALLEES:
             value = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "module"), None)
             if value is not None:
-                given.append(value)
+                given.append(_without_device_moves(value))
     imported: Optional[Dict[str, bool]] = None
     for value in given:
-        while type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in _DEVICE_MOVES:
-            value = value.func.value  # `make_encoder(32).cuda()`
         callees = [value.func] if type(value) is ast.Call else called_for.get(value.id, []) if type(value) is ast.Name else []
         for func in callees:
             root = func
             while isinstance(root, ast.Attribute):
                 root = root.value
-            if isinstance(root, ast.Name) and callee_name(func)[:1].islower():
+            if isinstance(root, ast.Name) and callee_name(func).lstrip("_")[:1].islower():
                 imported = _imported_from_outside_torch(nodes) if imported is None else imported
                 if imported.get(root.id):
                     return True

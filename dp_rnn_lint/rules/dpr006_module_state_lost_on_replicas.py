@@ -271,7 +271,11 @@ def _mentioned_off_the_path(analysis: FileAnalysis, path) -> Set[str]:
     on_path: Set[int] = set()
     for function in (path.forward, *path.entries):
         on_path.update(id(node) for node in iter_nodes(function, (cst.Attribute,)))
-    return {node.attr.value for node in iter_nodes(analysis.module, (cst.Attribute,)) if id(node) not in on_path}
+    own = {id(node) for node in iter_nodes(path.cls.node, (cst.Attribute,))}
+    # Another class's `self.<name>` is its own attribute, not a use of this one.
+    return {node.attr.value for node in iter_nodes(analysis.module, (cst.Attribute,))
+            if id(node) not in on_path and (id(node) in own or not (isinstance(node.value, cst.Name)
+                                                                    and node.value.value == "self"))}
 
 
 def _attribute_kinds(analysis: FileAnalysis, cls: ModuleClass) -> Tuple[Set[str], Set[str]]:
