@@ -209,7 +209,7 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
     needs = registry.screen_needs(codes)
     inherited = not force and needs.rnn_class and may_inherit_text(data)
     # A wrap of what a function of another file returns may wrap an RNN: only the project can tell.
-    wraps = not force and any(seed.given_rnn for seed in needs.calls) and mentions_wrap(data)
+    wraps = not force and bool(needs.wrappers) and mentions_wrap(data)
     words = _STRONG_WORDS if force else _candidate_words_found(data)
     # Only common words, and the text rules the file out: as if it held none (no parse for its syntax).
     candidates = words == _STRONG_WORDS or (words == _WEAK_WORDS and may_have_findings_text(data, needs))
@@ -239,7 +239,7 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
         if too_deep:
             raise FileProblem(python_error)
     if not force and tree is not None and not (may_have_findings_text(data, needs) and may_have_findings(tree, needs)):
-        may_inherit = (inherited and inherits_from_elsewhere(tree)) or (wraps and wraps_imported_call(tree))
+        may_inherit = (inherited and inherits_from_elsewhere(tree)) or (wraps and wraps_imported_call(tree, needs.wrappers))
         return _FirstLook(False, may_inherit=may_inherit, tree=tree)
     return _FirstLook(True, python_error, tree=tree)
 
@@ -256,8 +256,7 @@ def _inherited_look(source: Union[str, bytes], codes: Sequence[str], look: _Firs
 def _inherits_rnn(context: FileContext, codes: Sequence[str]) -> bool:
     """Whether, for these codes, a class of the file may run an RNN that another file builds."""
     needs = registry.screen_needs(codes)
-    return (context.rnn_elsewhere and needs.rnn_class) or (
-        bool(context.rnn_factories) and any(seed.given_rnn for seed in needs.calls))
+    return (context.rnn_elsewhere and needs.rnn_class) or (bool(context.rnn_factories) and bool(needs.wrappers))
 
 
 def check_source(source: Union[str, bytes], path: str = "", selection: Selection = Selection(),

@@ -286,4 +286,4 @@ def test_a_wrap_of_what_an_imported_function_returns_is_left_to_the_project(sour
     # DPR005 across files: only the project index can say whether the factory returns a torch RNN.
     from dp_rnn_lint.analysis.screen import wraps_imported_call
 
-    assert wraps_imported_call(ast.parse("import torch.nn as nn\n" + source)) is kept
+    assert wraps_imported_call(ast.parse("import torch.nn as nn\n" + source), screen_needs(["DPR005"]).wrappers) is kept

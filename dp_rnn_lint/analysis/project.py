@@ -642,13 +642,12 @@ class ProjectIndex:
                 self._by_file.setdefault(file, ([], []))[0].append((name, str(site)))
             for (file, name), sites in self.direct.items():
                 self._by_file.setdefault(file, ([], []))[1].append((name, str(sites[0])))
-        wrapped, direct = self._by_file.get(_path_key(path), ((), ()))
-        facts = self._builder.class_facts(path) if self._builder is not None else {}
         key = _path_key(path)
+        wrapped, direct = self._by_file.get(key, ((), ()))
+        facts = self._builder.class_facts(path) if self._builder is not None else {}
         if (wrapped or direct) and self._builder is not None:
-            facts["read_elsewhere"] = self._builder.attributes_read_elsewhere(key, self.wrap_files,
-                                                                              self.wrap_files.get(key, ()))
-        factories = self.rnn_factories.get(_path_key(path))
+            facts["read_elsewhere"] = self._builder.attributes_read_elsewhere(key)
+        factories = self.rnn_factories.get(key)
         if factories:
             facts["rnn_factories"] = tuple(sorted(set(factories)))
         return FileContext(
@@ -802,6 +801,7 @@ class IndexBuilder:
         self._roots: Dict[ClassKey, Optional[str]] = {}
         self._calling: Optional[Dict[str, List[str]]] = None  # class-like name -> the files calling it
         # Each wrapped class's file's self-attribute names, and the files mentioning each name (state rules)
+        self._wrap_files: Dict[str, Set[str]] = {}  # the built index's wrap_files
         self._self_names: Dict[str, Set[str]] = {}
         self._mentions: Optional[Dict[str, Set[str]]] = None
         for key in self.paths:
@@ -1212,15 +1212,14 @@ class IndexBuilder:
             self._unsaved = True
         return entry.constructed
 
-    def attributes_read_elsewhere(self, key: str, wrapped_files: Iterable[str], wrap_files: Iterable[str]) -> Tuple[str, ...]:
+    def attributes_read_elsewhere(self, key: str) -> Tuple[str, ...]:
         """The names the file uses as `self.<name>` that some other file of the project mentions as
         `<object>.<name>` (not as its own `self.<name>`): a plain text search, made once per run for every
-        file holding a class DataParallel runs (`wrapped_files`), over the files of the project of this
-        file and of the files whose wraps reach it (`wrap_files`), so that a run over several projects
-        says what a run over this one says."""
+        file holding a class DataParallel runs, over the files of the project of this file and of the
+        files whose wraps reach it, so that a run over several projects says what a run over this one says."""
         if self._mentions is None:
             self._self_names = {file: {match.decode() for match in _SELF_ATTRIBUTE_TEXT.findall(self._read(file))}
-                                for file in wrapped_files}
+                                for file in self._wrap_files}
             wanted = {name.encode() for name in set().union(*self._self_names.values())}
             self._mentions = {}
             for other in self.paths if wanted else ():
@@ -1234,7 +1233,7 @@ class IndexBuilder:
                         if counts[name] > 0:
                             self._mentions.setdefault(name.decode(), set()).add(other)
         names = self._self_names.get(key, set())
-        roots = {project_root(file) for file in (key, *wrap_files)}
+        roots = {project_root(file) for file in (key, *self._wrap_files.get(key, ()))}
         within = tuple(_path_key(str(root)).rstrip(os.sep) + os.sep if root is not None else "" for root in roots)
         return tuple(sorted(name for name in names
                             if any(other != key and other.startswith(within) for other in self._mentions.get(name, ()))))
@@ -1361,6 +1360,7 @@ class IndexBuilder:
                     self._reach(target, site, index, key)
         index.files_parsed = self.files_parsed
         index._builder = self
+        self._wrap_files = index.wrap_files
         return index
 
     def _reach(self, start: ClassKey, site: WrapSite, index: ProjectIndex, wrap_file: str) -> None:

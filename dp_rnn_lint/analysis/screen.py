@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .ast_walk import child_nodes, walk
+from .torch_names import MODULE_METHODS_RETURNING_SELF
 
 RNN_NAMES = frozenset({"RNN", "LSTM", "GRU"})
 # What a rule's findings may start from: a class that holds a torch RNN (named directly, through a name
@@ -56,6 +57,11 @@ class ScreenNeeds:
 
     calls: FrozenSet[CallSeed] = frozenset()
     rnn_class: bool = False
+
+    @property
+    def wrappers(self) -> FrozenSet[str]:
+        """The functions whose seeds ask whether they are given an RNN (the DataParallel wraps)."""
+        return frozenset(seed.function for seed in self.calls if seed.given_rnn)
 
     def words(self) -> Tuple[Tuple[bytes, ...], ...]:
         """Groups of lower-case words: a file must contain every word of one group for any of these to
@@ -182,19 +188,15 @@ def _imported_from_outside_torch(nodes: Sequence[ast.AST]) -> Dict[str, bool]:
     return imported
 
 
-_WRAP_CALLEES = frozenset({"DataParallel", "data_parallel"})
-_DEVICE_MOVES = frozenset({"cuda", "to", "cpu", "float", "half", "double"})
-
-
 def _without_device_moves(value: ast.AST) -> ast.AST:
     """`make_encoder(32)` for `make_encoder(32).cuda()`: a move returns the module it is called on."""
-    while type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in _DEVICE_MOVES:
+    while type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in MODULE_METHODS_RETURNING_SELF:
         value = value.func.value
     return value
 
 
-def wraps_imported_call(tree: ast.Module) -> bool:
-    """Whether a DataParallel wrap in the file is given what a function imported from outside torch
+def wraps_imported_call(tree: ast.Module, wrappers: FrozenSet[str]) -> bool:
+    """Whether a DataParallel wrap (a call of one of `wrappers`) in the file is given what a function imported from outside torch
     returns (`nn.DataParallel(make_encoder(32))`, or a name bound to such a call): a factory of another
     file of the project may build the RNN it wraps. Functions are told from classes by their lower-case
     first letter, as PEP 8 names them: a wrapped model class builds no RNN that DataParallel runs bare."""
@@ -208,7 +210,7 @@ def wraps_imported_call(tree: ast.Module) -> bool:
                 for target in (node.targets if type(node) is ast.Assign else [node.target]):
                     if type(target) is ast.Name:
                         called_for.setdefault(target.id, []).append(value.func)
-        elif type(node) is ast.Call and callee_name(node.func) in _WRAP_CALLEES:
+        elif type(node) is ast.Call and callee_name(node.func) in wrappers:
             value = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "module"), None)
             if value is not None:
                 given.append(_without_device_moves(value))
