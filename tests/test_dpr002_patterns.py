@@ -421,6 +421,14 @@ def test_a_padded_tensor_that_never_leaves_is_not_flagged(body):
     ("self.remember(out)\n        return lens", "gathering the outputs fails"),
     ("def later():\n            return out\n        return later", "gathering the outputs fails"),
     ("yield out", "gathering the outputs fails"),
+    # A matrix product may keep the time dimension or run over it (attention pooling): both readings.
+    ("weights = torch.softmax(self.score(out), dim=1)\n        return torch.bmm(weights.transpose(1, 2), out).squeeze(1)",
+     "goes through a matrix product (torch.bmm) that leaves forward"),
+    ("return (self.query(lens) @ out).squeeze(1)", "if it runs over time (attention pooling), weighs"),
+    ("self.summary = torch.einsum('bt,btd->bd', self.score(out).squeeze(2), out)\n        return lens",
+     "(torch.einsum) that is stored beyond the call"),
+    # The padded tensor itself leaving is the plain case, whatever a product of it does.
+    ("return torch.bmm(self.score(out).transpose(1, 2), out), out", "and gathering the outputs fails"),
 ])
 def test_a_padded_tensor_that_leaves_is_flagged_and_says_how(body, words):
     source = FLOW.format(padding="", body=body)

@@ -160,3 +160,17 @@ def test_pad_sequence_in_a_wrapped_forward_pads_each_replica_to_its_own_length()
                                                   "build_model", "build_inputs")
     report = check_data_parallel(model.eval(), *inputs, **kwargs)
     assert [problem for problem in report.problems if PROBLEMS["DPR002"].match(problem)] == report.problems != []
+
+
+def test_attention_pooling_over_a_replica_padded_batch_gathers_but_differs_from_one_device():
+    """DPR007 through a matrix product: the pooled output gathers, but each replica's softmax weighs its own
+    padding, so the values differ from the single-device run (the message gives both readings)."""
+    path = FIXTURES / "DPR007" / "attention_pooled_spans.py"
+    model, inputs, kwargs = load_model_and_inputs(str(path), "build_model", "build_inputs")
+    report = check_data_parallel(model.eval(), *inputs, **kwargs)
+    assert report.problems != []
+    assert all(problem.startswith("output under DataParallel differs from the single-device output (same shape, "
+                                  "other values") for problem in report.problems), report.problems
+    [finding] = lint_path(str(path)).findings
+    assert "goes through a matrix product (torch.bmm)" in finding.message
+    assert "where the product runs over time (attention pooling), it weighs other padding" in finding.message

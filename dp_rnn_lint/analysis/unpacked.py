@@ -26,6 +26,10 @@ from .traversal import children
 # What a value holds, as far as the walk is concerned.
 PADDED = "padded"  # a tensor padded to the replica's longest sequence (or something holding one)
 PAIR = "pair"  # what pad_packed_sequence returns: (padded, lengths)
+# A matrix product of a padded tensor: it keeps the replica's length or, where it runs over time (attention
+# pooling: `torch.bmm(weights, states)`), sums over the padded steps with weights that usually count them.
+# Which, the walk cannot tell without shapes, so the message gives both readings.
+PRODUCT = "product"
 
 # The calls that pack a padded tensor again: what they return is a PackedSequence, not a padded tensor.
 REPACKS = frozenset({PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE})
@@ -47,6 +51,9 @@ _REDUCTIONS = frozenset({"sum", "nansum", "mean", "nanmean", "max", "min", "amax
 _ZERO_FREE = frozenset({"sum", "nansum"})
 _MINUS_INFINITY_FREE = frozenset({"max", "amax"})
 _PLUS_INFINITY_FREE = frozenset({"min", "amin"})
+
+# Matrix products, by function or tensor method (`@` is one too).
+_PRODUCTS = frozenset({"bmm", "matmul", "mm", "einsum", "baddbmm", "addbmm", "tensordot"})
 
 # Builtins whose result holds no tensor.
 _NOT_TENSORS = frozenset({"len", "isinstance", "type", "id", "print", "hasattr", "callable", "repr", "str"})
@@ -87,6 +94,9 @@ class Escape:
     # tensor's rank, which the walk does not know. The result keeps the replica's length or counts its
     # padding; both are wrong under DataParallel.
     negative_dim: Optional[int] = None
+    # For RETURNED and STORED: the matrix product (`torch.bmm`, `@`) the tensor went through on its way out,
+    # if it did; empty when the padded tensor itself leaves.
+    product: str = ""
 
 
 def where_unpacked_goes(function: cst.FunctionDef, pad_call: cst.Call, time_dim: Optional[int],
@@ -114,10 +124,13 @@ class _Walk:
         self.names: Dict[str, str] = {}  # local name -> PADDED or PAIR
         self.escape: Optional[Escape] = None
         self.seed = PAIR  # what the pad call's value is
+        self.product = ""  # the first matrix product a padded value went into, for the message
 
-    def leave(self, kind: str, node: cst.CSTNode, reduction: str = "", negative_dim: Optional[int] = None) -> None:
+    def leave(self, kind: str, node: cst.CSTNode, reduction: str = "", negative_dim: Optional[int] = None,
+              found: Optional[str] = None) -> None:
+        """`found`: what left, for RETURNED and STORED (a product's result, or the padded tensor)."""
         if self.escape is None:
-            self.escape = Escape(kind, node, reduction, negative_dim)
+            self.escape = Escape(kind, node, reduction, negative_dim, self.product if found == PRODUCT else "")
 
     # -- statements ---------------------------------------------------------------------------------
     def statements(self, body: Iterable[cst.CSTNode]) -> None:
@@ -185,10 +198,11 @@ class _Walk:
         elif kind is cst.AugAssign:
             found = self.value(node.value)
             if found is not None:
-                self.bind(node.target, PADDED, node)
+                self.bind(node.target, _padded(found), node)
         elif kind is cst.Return:
-            if node.value is not None and self.value(node.value) is not None:
-                self.leave(RETURNED, node)
+            found = self.value(node.value) if node.value is not None else None
+            if found is not None:
+                self.leave(RETURNED, node, found=found)
         elif kind is cst.Expr:
             self.expression_statement(node.value)
         elif kind in (cst.Global, cst.Nonlocal):
@@ -201,16 +215,19 @@ class _Walk:
 
     def expression_statement(self, node: cst.BaseExpression) -> None:
         if isinstance(node, (cst.Yield, cst.Await)) and node.value is not None and not isinstance(node.value, cst.From):
-            if self.value(node.value) is not None:
-                self.leave(RETURNED, node)
+            found = self.value(node.value)
+            if found is not None:
+                self.leave(RETURNED, node, found=found)
             return
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
             receiver = node.func.value
-            if node.func.attr.value in _CONTAINER_METHODS and any(self.value(arg.value) for arg in node.args):
+            put = _padded_of([self.value(arg.value) for arg in node.args]) if node.func.attr.value in _CONTAINER_METHODS else None
+            if put is not None:
                 if isinstance(receiver, cst.Name):
-                    self.names[receiver.value] = PADDED  # `outputs.append(step)`: the list holds it now
+                    # `outputs.append(step)`: the list holds it now
+                    self.names[receiver.value] = _padded_of([self.names.get(receiver.value), put])
                 else:
-                    self.leave(STORED, node)  # `self.cache.append(out)`
+                    self.leave(STORED, node, found=put)  # `self.cache.append(out)`
                 return
             if _root_name(receiver) in ("self", "cls") and any(self.value(arg.value) for arg in node.args):
                 self.leave(UNFOLLOWED, node)  # a helper or submodule may keep what it is given
@@ -239,9 +256,9 @@ class _Walk:
         elif found is not None:
             root = _root_name(target)
             if kind is cst.Subscript and root is not None and root not in ("self", "cls") and isinstance(target.value, cst.Name):
-                self.names[root] = PADDED  # `steps[t] = out[:, t]`: a local container
+                self.names[root] = _padded_of([self.names.get(root), found])  # `steps[t] = out[:, t]`: a local container
             else:
-                self.leave(STORED, statement)
+                self.leave(STORED, statement, found=found)
 
     # -- expressions --------------------------------------------------------------------------------
     def value(self, node: cst.CSTNode) -> Optional[str]:
@@ -257,7 +274,7 @@ class _Walk:
             return self.names.get(node.value)
         if kind is cst.Attribute:
             found = self.value(node.value)
-            return None if found is None or node.attr.value in _SCALAR_ATTRIBUTES else PADDED
+            return None if found is None or node.attr.value in _SCALAR_ATTRIBUTES else _padded(found)
         if kind is cst.Subscript:
             return self.subscript(node)
         if kind is cst.Call:
@@ -273,18 +290,20 @@ class _Walk:
             return found
         if kind in (cst.SimpleString, cst.Integer, cst.Float, cst.Imaginary, cst.ConcatenatedString, cst.FormattedString):
             return None
+        if kind is cst.BinaryOperation and isinstance(node.operator, cst.MatrixMultiply):
+            return self.through_product("@") if self.value_in(node) else None
         # Operators, containers, conditional expressions: padded when any part is.
         return self.value_in(node)
 
     def value_in(self, node: cst.CSTNode) -> Optional[str]:
         """The value of the expressions below a node that is not one itself (a dict element, a comprehension)."""
-        found = None
+        parts = []
         for child in children(node):
             if isinstance(child, cst.BaseExpression):
-                found = found or (PADDED if self.value(child) else None)
+                parts.append(self.value(child))
             elif isinstance(child, cst.CSTNode):
-                found = found or self.value_in(child)
-        return found
+                parts.append(self.value_in(child))
+        return _padded_of(parts)
 
     def subscript(self, node: cst.Subscript) -> Optional[str]:
         found = self.value(node.value)
@@ -300,7 +319,7 @@ class _Walk:
             if isinstance(element.slice, cst.Index) and _is_scalar(element.slice.value):
                 if self.time_dim is not None and position == self.time_dim:
                     return None
-        return PADDED
+        return _padded(found)
 
     def call(self, node: cst.Call) -> Optional[str]:
         func = node.func
@@ -312,8 +331,12 @@ class _Walk:
                 if method in _SCALAR_METHODS:
                     return None
                 if method in _REDUCTIONS:
-                    return self.reduction(node, method, call_argument(node, 0, "dim"))
-                return PADDED
+                    return self.reduction(node, method, call_argument(node, 0, "dim"), receiver)
+            if method in _PRODUCTS and (receiver is not None or any(arguments)):
+                # `torch.bmm(weights, states)`, or a tensor's own method: `weights.bmm(states)`
+                return self.through_product(self.qualified(node) or f".{method}()")
+            if receiver is not None:
+                return _padded(receiver)
         else:
             self.value(func)
         name = self.qualified(node)
@@ -326,18 +349,24 @@ class _Walk:
         if isinstance(func, cst.Name) and func.value in _NOT_TENSORS and name in (None, f"builtins.{func.value}"):
             return None
         function = name.rsplit(".", 1)[-1] if name is not None and name.startswith("torch.") else None
-        if function in _REDUCTIONS and arguments[:1] == [PADDED]:  # torch.mean(out, 1)
-            return self.reduction(node, function, call_argument(node, 1, "dim"))
-        return PADDED  # a layer, an activation, torch.cat: the time dimension is still there
+        if function in _REDUCTIONS and arguments[:1] in ([PADDED], [PRODUCT]):  # torch.mean(out, 1)
+            return self.reduction(node, function, call_argument(node, 1, "dim"), arguments[0])
+        if function in _PRODUCTS:
+            return self.through_product(name)
+        return _padded_of(arguments)  # a layer, an activation, torch.cat: the time dimension is still there
 
-    def reduction(self, node: cst.Call, method: str, dim: Optional[cst.BaseExpression]) -> Optional[str]:
+    def through_product(self, name: str) -> str:
+        self.product = self.product or name
+        return PRODUCT
+
+    def reduction(self, node: cst.Call, method: str, dim: Optional[cst.BaseExpression], found: str) -> Optional[str]:
         over = _integer_value(dim) if dim is not None else None
         if dim is not None and over is not None and over >= 0 and self.time_dim is not None and over != self.time_dim:
-            return PADDED  # over another dimension: the time dimension is still there
+            return _padded(found)  # over another dimension: the time dimension is still there
         if method in self.padding_free:
             # Over time (or everything) the padding adds nothing; over an unknown dimension the time
             # dimension may still be there.
-            return None if dim is None or (over is not None and over == self.time_dim) else PADDED
+            return None if dim is None or (over is not None and over == self.time_dim) else _padded(found)
         self.leave(POOLED, node, method, over if over is not None and over < 0 else None)
         return None
 
@@ -347,6 +376,17 @@ class _Walk:
 
     def holds_pad_call(self, node: cst.CSTNode) -> bool:
         return any(found is self.pad_call for found in iter_nodes(node, (cst.Call,)))
+
+
+def _padded(found: str) -> str:
+    """What an operation on a padded value returns: a product's result stays one, anything else is padded."""
+    return PRODUCT if found == PRODUCT else PADDED
+
+
+def _padded_of(parts: Iterable[Optional[str]]) -> Optional[str]:
+    """What an expression made of these parts holds: the padded tensor itself outweighs a product of it."""
+    found = {_padded(part) for part in parts if part is not None}
+    return PADDED if PADDED in found else PRODUCT if found else None
 
 
 def _is_reduced_loss(name: Optional[str], call: cst.Call) -> bool:

@@ -25,7 +25,11 @@ step on each replica. A reduction over a dimension that is not time keeps the ti
 result is followed further. A reduction over a negative dimension (`mean(-1)`) is
 flagged by the reductions that count padding, with a message that gives both readings: which dimension
 `-1` is depends on the tensor's rank, which the linter does not follow, and either way the result is
-wrong under DataParallel (it keeps the replica's length, or counts its padding).
+wrong under DataParallel (it keeps the replica's length, or counts its padding). A matrix product of the
+output (`torch.bmm`, `torch.matmul`, `@`, `torch.einsum`) that leaves `forward` is flagged the same way: it
+keeps the replica's length, or, run over time as attention pooling does, it sums the padded steps with
+weights that usually count them (a softmax over the padded steps); which, the linter cannot tell without
+shapes, and the message gives both.
 
 ## Why is this bad?
 `nn.DataParallel` splits the batch across GPUs. Each replica's `pad_packed_sequence` pads to the
@@ -152,7 +156,12 @@ _POOLED_MESSAGE = (
     "{reduction}(): under DataParallel each replica pads to the longest sequence in its own slice of the batch, "
     "so the {reduction} counts that replica's padding and differs from the result on one device"
 )
-
+_PRODUCT_MESSAGE = (
+    "pad_packed_sequence() without total_length in the forward pass, and its output goes through a matrix product "
+    "({product}) that {leaves}: under DataParallel each replica pads to the longest sequence in its own slice of "
+    "the batch, so the product keeps that replica's length (and gathering fails) or, if it runs over time "
+    "(attention pooling), weighs that replica's padding"
+)
 _REDUCED_MESSAGE = (
     "pad_packed_sequence() without total_length in the forward pass, and its output reduced with {reduction}() "
     "over dimension {dim}: under DataParallel each replica pads to the longest sequence in its own slice of the "
@@ -253,6 +262,8 @@ class PadPackedTotalLength(Rule):
         message = (_REDUCED_MESSAGE.format(reduction=escape.reduction, dim=escape.negative_dim)
                    if escape.kind == POOLED and escape.negative_dim is not None
                    else _POOLED_MESSAGE.format(reduction=escape.reduction) if escape.kind == POOLED
+                   else _PRODUCT_MESSAGE.format(product=escape.product, leaves="is stored beyond the call"
+                                                if escape.kind == STORED else "leaves forward") if escape.product
                    else _STORED_MESSAGE if escape.kind == STORED else _MESSAGE)
         outcome = self._trace(analysis, event, flows)
         if isinstance(outcome, str):

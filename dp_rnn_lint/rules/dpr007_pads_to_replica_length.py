@@ -5,7 +5,10 @@ Flags `pad_sequence(...)` in the `forward` of a class that `nn.DataParallel` wra
 project index) when the padded result leaves `forward` with its padded time dimension: returned (alone or
 inside a tuple, list or dict), stored on the module, or pooled over time in a way that counts the
 padding (a mean or a maximum). Packed again, or padded out with `F.pad` before it leaves, it is not
-flagged.
+flagged. A matrix product of it (`torch.bmm`, `torch.matmul`, `@`, `torch.einsum`) that leaves is flagged
+with both readings in the message, since which one holds depends on shapes the linter does not follow: the
+product keeps the replica's length, or, run over time as attention pooling does, it weighs the replica's
+own padding (a softmax over the padded steps gives them weight).
 
 Padding by hand is flagged the same way: `torch.zeros(...)`, `torch.full(...)`, `x.new_zeros(...)` or
 `x.new_full(...)` in that `forward` with a dimension that is a maximum taken there over what the
@@ -89,7 +92,7 @@ from .base import Example, Rule
 
 _MESSAGE = (
     "{what} to the longest sequence of this replica's slice of the batch, "
-    "and the result {how}: the replicas' time dimensions differ, so gathering fails or {effect}; pad in the "
+    "and the result {how}: the replicas' time dimensions differ, so gathering fails or{effect}; pad in the "
     "collate function, or pad to a length the caller passes (F.pad to padded.size(1)) (wrapped at {site})"
 )
 _HOW = {STORED: "is stored on the module", POOLED: "is pooled over time ({reduction})"}
@@ -175,8 +178,12 @@ class PadsToReplicaLength(Rule):
                 if escape.kind == POOLED and escape.negative_dim is not None:
                     how = (f"is reduced over dimension {escape.negative_dim} ({escape.reduction}), which keeps this "
                            "replica's length or, if it is time, counts its padding")
-                effect = "a pooled value counts other padding than one device would" if escape.kind == POOLED else (
-                    "the caller sees a batch padded differently per replica")
+                effect = " a pooled value counts other padding than one device would" if escape.kind == POOLED else (
+                    " the caller sees a batch padded differently per replica")
+                if escape.product:
+                    how = f"goes through a matrix product ({escape.product}) and {how}"
+                    effect = (", where the product runs over time (attention pooling), it weighs other padding than one "
+                              "device would")
                 yield Violation(self.code, _MESSAGE.format(what=what, how=how, effect=effect, site=site), call)
 
 
