@@ -54,3 +54,14 @@ def test_the_wrap_finding_goes_when_the_factory_stops_returning_a_torch_rnn(proj
                                                    "    return SlotTracker(size)"))
     result = run(project, "extract.py")  # extract.py did not change: its cached verdict must not stand
     assert located(result.stdout) == set(), result.stdout
+
+
+def test_a_setting_of_the_same_name_elsewhere_is_not_a_read_of_the_state(project):
+    # model.py's forward keeps `self.batch_size` for the call; train.py reads `config.batch_size`, a setting.
+    scratch = ("tracker/model.py", 20, "DPR006")
+    assert "self.batch_size = " in (project / "tracker" / "model.py").read_text().splitlines()[19]
+    assert located(run(project).stdout) == FINDINGS
+    train = project / "train.py"
+    train.write_text(train.read_text().replace("config.batch_size", "tracker.module.batch_size"))
+    result = run(project)
+    assert located(result.stdout) == FINDINGS | {scratch}, result.stdout

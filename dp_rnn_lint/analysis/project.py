@@ -164,6 +164,11 @@ def _mentions_rnn(data: bytes) -> bool:
 _RNN_NAME = re.compile(rb"\b(?:RNN|LSTM|GRU)\b")
 _SELF_ATTRIBUTE_TEXT = re.compile(rb"\bself\.([A-Za-z_]\w*)")
 _ATTRIBUTE_TEXT = re.compile(rb"\.([A-Za-z_]\w*)")
+# Attributes of the usual names of a run's settings (`args.batch_size`, `self.opt.hidden_size`): read from
+# the configuration, not from the model, so they say nothing about the model's own `self.batch_size`.
+_SETTINGS_ATTRIBUTE_TEXT = re.compile(
+    rb"\b(?:args|arguments|opt|opts|option|options|config|cfg|conf|hparams|hps|hp|hyperparams|params|flags|FLAGS"
+    rb"|settings)\.([A-Za-z_]\w*)")
 
 
 # How far names are followed (assignments, factories, re-exports) before giving up.
@@ -1214,9 +1219,10 @@ class IndexBuilder:
 
     def attributes_read_elsewhere(self, key: str) -> Tuple[str, ...]:
         """The names the file uses as `self.<name>` that some other file of the project mentions as
-        `<object>.<name>` (not as its own `self.<name>`): a plain text search, made once per run for every
-        file holding a class DataParallel runs, over the files of the project of this file and of the
-        files whose wraps reach it, so that a run over several projects says what a run over this one says."""
+        `<object>.<name>` (not as its own `self.<name>`, nor as a setting, `args.<name>`): a plain text
+        search, made once per run for every file holding a class DataParallel runs, over the files of the
+        project of this file and of the files whose wraps reach it, so that a run over several projects
+        says what a run over this one says."""
         if self._mentions is None:
             self._self_names = {file: {match.decode() for match in _SELF_ATTRIBUTE_TEXT.findall(self._read(file))}
                                 for file in self._wrap_files}
@@ -1226,9 +1232,10 @@ class IndexBuilder:
                 data = self._read(other)
                 attributes = _ATTRIBUTE_TEXT.findall(data)
                 hits = wanted.intersection(attributes)
-                if hits:  # through another object than the file's own `self`
+                if hits:  # through another object than the file's own `self` or the run's settings
                     counts = Counter(attributes)
                     counts.subtract(_SELF_ATTRIBUTE_TEXT.findall(data))
+                    counts.subtract(_SETTINGS_ATTRIBUTE_TEXT.findall(data))
                     for name in hits:
                         if counts[name] > 0:
                             self._mentions.setdefault(name.decode(), set()).add(other)

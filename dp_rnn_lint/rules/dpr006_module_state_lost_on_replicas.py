@@ -9,7 +9,8 @@ keeping its last hidden state for the next batch), or when DataParallel is known
 whether or not it holds an RNN itself). A value set and then read within one call is scratch, not
 state: it is not flagged unless the class is known to be wrapped and something outside the call uses
 the attribute (`__init__` or another method mentions it, or another file of the project does, as a
-training loop printing `model.module.last_loss`). `self.n += 1` is judged only where the class sets `n`
+training loop printing `model.module.last_loss`; `args.batch_size` or `config.batch_size` there is a
+setting, not a read of `self.batch_size`). `self.n += 1` is judged only where the class sets `n`
 to a plain number (a buffer updated in place is fine).
 
 ## Why is this bad?
