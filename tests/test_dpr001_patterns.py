@@ -302,8 +302,28 @@ def test_module_lists_of_rnns_are_found(build, run):
     assert findings(result) == []
 
 
-def test_mixed_module_list_is_not_flagged():
-    source = model("self.rnn = nn.ModuleList([nn.LSTM(4, 4), nn.Linear(4, 4)])", run="for layer in self.rnn:\n            x = layer(x)")
+@pytest.mark.parametrize("build", [
+    "self.rnn = nn.ModuleList([nn.LSTM(4, 4), nn.Linear(4, 4)])",
+    # A type switch: a torch RNN per layer in one configuration, a layer of the model's own in the other.
+    "if rnn_type is nn.LSTM:\n            self.rnn = [nn.LSTM(4, 4) for _ in range(2)]\n        else:\n"
+    "            self.rnn = [Highway(4) for _ in range(2)]\n        self.rnn = nn.ModuleList(self.rnn)",
+    "self.rnn = nn.ModuleList()\n        self.rnn.append(nn.GRU(4, 4))\n        self.rnn.append(make_layer(4))",
+])
+def test_a_module_list_with_members_of_another_module_is_flagged_with_a_guarded_fix(build):
+    # Only the torch RNN members have flatten_parameters(): the loop calls it on those.
+    source = model(build, run="for layer in self.rnn:\n            x = layer(x)")
+    [message] = messages(source)
+    assert "in some configurations, another module in others, a ModuleList" in message
+    result = fixed(source)
+    assert ("        for rnn in self.rnn:\n            if isinstance(rnn, nn.RNNBase):\n"
+            "                rnn.flatten_parameters()\n") in result
+    assert findings(result) == []
+
+
+def test_a_module_list_of_no_torch_rnn_is_not_flagged():
+    source = model("if rnn_type is nn.LSTM:\n            self.rnn = [Highway(8) for _ in range(2)]\n        else:\n"
+                   "            self.rnn = [Highway(4) for _ in range(2)]\n        self.rnn = nn.ModuleList(self.rnn)",
+                   run="for layer in self.rnn:\n            x = layer(x)")
     assert findings(source) == []
 
 

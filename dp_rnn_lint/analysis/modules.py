@@ -588,9 +588,12 @@ class ModuleModel:
                     kinds.append(self._grown_kind(func.attr.value, call_node, owner, depth))
         else:
             return None
-        if not kinds or any(kind is None for kind in kinds):
+        known = [kind for kind in kinds if kind is not None]
+        if not known:
             return None
-        return _RnnValue(_join_kinds(kinds), is_list=True)
+        # Some members are another module (a type switch's custom layer, a weight-drop wrapper): only those
+        # that are torch RNNs have flatten_parameters().
+        return _RnnValue(_join_kinds(known), is_list=True, guarded=len(known) < len(kinds))
 
     def _list_steps(self, items: cst.Attribute, scope: Scope) -> Optional[List[Optional[str]]]:
         """`self.rnns = [nn.LSTM(...) for ...]` (or `[]` and appends) then `nn.ModuleList(self.rnns)`, in one
@@ -736,11 +739,10 @@ class ModuleModel:
                                             guarded=any(v.guarded for v in rnns))
             elif rnns and len(rnns) == len(values) and all(value.is_list for value in values):
                 extra = grown.get(attr, [])
-                if any(kind is None for kind in extra):
-                    continue
-                kinds = [v.kind for v in values if not v.empty_list] + list(extra)
+                kinds = [v.kind for v in values if not v.empty_list] + [kind for kind in extra if kind is not None]
                 if kinds:
-                    result[attr] = RnnSubmodule(attr, _join_kinds(kinds), is_list=True)
+                    guarded = any(v.guarded for v in values) or None in extra
+                    result[attr] = RnnSubmodule(attr, _join_kinds(kinds), is_list=True, guarded=guarded)
         for model, base in self._inherited_of(cls):
             # What a base in another file builds, where this class does not set the attribute itself.
             for attr, rnn in model.rnn_submodules(base).items():
