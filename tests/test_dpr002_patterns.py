@@ -400,6 +400,12 @@ class Encoder(nn.Module):
     "return self.classify(torch.sum(out, dim=1))",
     "return self.mlp(out[torch.arange(out.size(0)), lens - 1])",
     "print(out.shape)\n        return lens",
+    # Padded back out to the input's length with zeros (AllenNLP's wrapper): the same on every replica.
+    "steps = x.size(1) - out.size(1)\n        out = torch.cat([out, out.new_zeros(out.size(0), steps, out.size(2))], 1)\n"
+    "        return out",
+    "batch, total, _ = x.shape\n        missing = total - out.size(1)\n        if missing > 0:\n"
+    "            zeros = torch.zeros((batch, missing, out.size(2)))\n            out = torch.cat([out, zeros], dim=1)\n"
+    "        return out",
 ])
 def test_a_padded_tensor_that_never_leaves_is_not_flagged(body):
     assert findings(FLOW.format(padding="", body=body), code="DPR002") == []
@@ -427,6 +433,13 @@ def test_a_padded_tensor_that_never_leaves_is_not_flagged(body):
     ("return (self.query(lens) @ out).squeeze(1)", "if it runs over time (attention pooling), weighs"),
     ("self.summary = torch.einsum('bt,btd->bd', self.score(out).squeeze(2), out)\n        return lens",
      "(torch.einsum) that is stored beyond the call"),
+    # Padded out with zeros, but not to an input's length: to the replica's own, or along the batch.
+    ("steps = lens.max() - out.size(1)\n        return torch.cat([out, out.new_zeros(out.size(0), steps, 4)], 1)",
+     "gathering the outputs fails"),
+    ("steps = x.size(1) - out.size(1)\n        return torch.cat([out, out.new_zeros(steps, out.size(1), 4)], 0)",
+     "gathering the outputs fails"),
+    ("steps = out.size(1) - x.size(1)\n        return torch.cat([out, out.new_zeros(out.size(0), steps, 4)], 1)",
+     "gathering the outputs fails"),
     # The padded tensor itself leaving is the plain case, whatever a product of it does.
     ("return torch.bmm(self.score(out).transpose(1, 2), out), out", "and gathering the outputs fails"),
 ])

@@ -152,3 +152,20 @@ def test_a_reduction_over_a_negative_dimension_says_it_may_or_may_not_be_time():
     [finding] = check_source(source, "model.py", Selection())
     assert finding.code == "DPR007"
     assert "is reduced over dimension -1 (mean), which keeps this replica's length or, if it is time" in finding.message
+
+
+@pytest.mark.parametrize("full_length, flagged", [("padded.size(1)", False), ("lengths.max()", True)])
+def test_pad_sequence_padded_back_out_to_an_input_length_is_not_flagged(full_length, flagged):
+    # The zeros make every replica's output as long as its input: the same on each, unlike the replica's maximum.
+    source = textwrap.dedent(f"""\
+        import torch
+        import torch.nn as nn
+        from torch.nn.utils.rnn import pad_sequence
+        class Chunker(nn.Module):
+            def forward(self, padded, lengths):
+                out = pad_sequence([row[:n] for row, n in zip(padded, lengths.tolist())], batch_first=True)
+                missing = {full_length} - out.size(1)
+                return torch.cat([out, out.new_zeros(out.size(0), missing, out.size(2))], dim=1)
+        model = nn.DataParallel(Chunker())
+    """)
+    assert [f.code for f in check_source(source, "model.py", Selection())] == (["DPR007"] if flagged else [])

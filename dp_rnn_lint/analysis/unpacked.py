@@ -15,7 +15,7 @@ anything it cannot follow (a closure, a helper that may keep the tensor) counts 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Iterable, Optional
+from typing import Callable, Dict, FrozenSet, Iterable, Optional, Tuple
 
 import libcst as cst
 
@@ -54,6 +54,10 @@ _PLUS_INFINITY_FREE = frozenset({"min", "amin"})
 
 # Matrix products, by function or tensor method (`@` is one too).
 _PRODUCTS = frozenset({"bmm", "matmul", "mm", "einsum", "baddbmm", "addbmm", "tensordot"})
+
+# Concatenations, and what makes the filler that pads a tensor out along time.
+_CONCATENATIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
+_FILLED_TENSORS = frozenset({"new_zeros", "new_full", "zeros", "full"})
 
 # Builtins whose result holds no tensor.
 _NOT_TENSORS = frozenset({"len", "isinstance", "type", "id", "print", "hasattr", "callable", "repr", "str"})
@@ -125,6 +129,8 @@ class _Walk:
         self.escape: Optional[Escape] = None
         self.seed = PAIR  # what the pad call's value is
         self.product = ""  # the first matrix product a padded value went into, for the message
+        # Each local name's latest assignment so far, in source order: (value, position in a tuple target).
+        self.assigned: Dict[str, Tuple[cst.BaseExpression, Optional[int]]] = {}
 
     def leave(self, kind: str, node: cst.CSTNode, reduction: str = "", negative_dim: Optional[int] = None,
               found: Optional[str] = None) -> None:
@@ -192,6 +198,7 @@ class _Walk:
             found = self.value(node.value)
             for target in node.targets:
                 self.bind(target.target, found, node)
+                self.note_assignment(target.target, node.value)
         elif kind is cst.AnnAssign:
             if node.value is not None:
                 self.bind(node.target, self.value(node.value), node)
@@ -342,6 +349,8 @@ class _Walk:
         name = self.qualified(node)
         if self.is_repack(name):
             return None  # packed again: what it returns is a PackedSequence, not a padded tensor
+        if name in _CONCATENATIONS and self.pads_out_to_an_input_length(node):
+            return None  # as long as an input, whatever the replica's longest sequence
         if _is_reduced_loss(name, node):
             return None  # a loss over the batch: one number, whatever the padding (ignore_index skips it)
         if not any(arguments):
@@ -370,12 +379,88 @@ class _Walk:
         self.leave(POOLED, node, method, over if over is not None and over < 0 else None)
         return None
 
+    # -- padding out to an input's length -----------------------------------------------------------
+    def note_assignment(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.assigned[target.value] = (value, None)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for position, element in enumerate(target.elements):
+                if isinstance(element.value, cst.Name):
+                    self.assigned[element.value.value] = (value, position)
+
+    def latest(self, node: cst.BaseExpression) -> cst.BaseExpression:
+        """What a name was last set to (itself when it is not a name set by a plain assignment)."""
+        for _ in range(3):
+            entry = self.assigned.get(node.value) if isinstance(node, cst.Name) else None
+            if entry is None or entry[1] is not None:
+                return node
+            node = entry[0]
+        return node
+
+    def measured_length(self, node: cst.BaseExpression) -> Optional[Tuple[str, int]]:
+        """(tensor name, dimension) for `x.size(1)`, `x.shape[1]`, or a name set to one of them or unpacked
+        from `x.size()` / `x.shape` (`batch, steps = mask.size()`)."""
+        if isinstance(node, cst.Name) and self.assigned.get(node.value, (None, None))[1] is not None:
+            value, position = self.assigned[node.value]
+            whole = _whole_shape_of(value)
+            return (whole, position) if whole is not None else None
+        node = self.latest(node)
+        if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size"
+                and isinstance(node.func.value, cst.Name) and len(node.args) == 1):
+            dim = _integer_value(node.args[0].value)
+            return (node.func.value.value, dim) if dim is not None else None
+        if isinstance(node, cst.Subscript) and _integer_index(node) is not None:
+            whole = _whole_shape_of(node.value)
+            return (whole, _integer_index(node)) if whole is not None else None
+        return None
+
+    def pads_out_to_an_input_length(self, call: cst.Call) -> bool:
+        """`torch.cat([out, zeros], 1)` where `zeros` has `mask.size(1) - out.size(1)` steps (AllenNLP's
+        wrapper pads its output back so): the result is as long as an input, on every replica alike."""
+        parts = call_argument(call, 0, "tensors")
+        dim = _integer_value(call_argument(call, 1, "dim"))
+        if self.time_dim is None or dim != self.time_dim or not isinstance(parts, (cst.List, cst.Tuple)):
+            return False
+        if len(parts.elements) != 2 or not isinstance(parts.elements[0].value, cst.Name):
+            return False
+        padded, filler = (element.value for element in parts.elements)
+        made = self.latest(filler)
+        if padded.value not in self.names or not isinstance(made, cst.Call) or not _makes_filled_tensor(made):
+            return False
+        sizes = [arg.value for arg in made.args if arg.keyword is None]
+        if len(sizes) >= 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+            sizes = [element.value for element in sizes[0].elements]
+        if len(sizes) <= self.time_dim:
+            return False
+        steps = self.latest(sizes[self.time_dim])
+        if not (isinstance(steps, cst.BinaryOperation) and isinstance(steps.operator, cst.Subtract)):
+            return False
+        full, own = self.measured_length(steps.left), self.measured_length(steps.right)
+        return (own == (padded.value, self.time_dim) and full is not None and full[0] not in self.names)
+
     # -- helpers ------------------------------------------------------------------------------------
     def mentions_tainted(self, node: cst.CSTNode) -> bool:
         return any(found.value in self.names for found in iter_nodes(node, (cst.Name,)))
 
     def holds_pad_call(self, node: cst.CSTNode) -> bool:
         return any(found is self.pad_call for found in iter_nodes(node, (cst.Call,)))
+
+
+def _whole_shape_of(node: cst.BaseExpression) -> Optional[str]:
+    """The tensor name of `x.size()` or `x.shape`."""
+    if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size"
+            and not node.args and isinstance(node.func.value, cst.Name)):
+        return node.func.value.value
+    if isinstance(node, cst.Attribute) and node.attr.value == "shape" and isinstance(node.value, cst.Name):
+        return node.value.value
+    return None
+
+
+def _makes_filled_tensor(call: cst.Call) -> bool:
+    """`x.new_zeros(...)`, `x.new_full(...)`, `torch.zeros(...)`, `torch.full(...)` (by the name's last part:
+    the walk does not resolve `torch`)."""
+    return isinstance(call.func, (cst.Attribute, cst.Name)) and (
+        call.func.attr.value if isinstance(call.func, cst.Attribute) else call.func.value) in _FILLED_TENSORS
 
 
 def _padded(found: str) -> str:

@@ -11,7 +11,10 @@ loops in the function that unpacks it. Not flagged, because no tensor padded to 
 leaves: the tensor is packed again before it leaves (`pack_padded_sequence`, `pack_sequence`,
 `PackedSequence(...)`: stacked layers, a loop over time steps with a cell, reversing sequences within
 their lengths, a layer that returns a `PackedSequence`); it is only summed over time with zero padding;
-or it is only indexed at given steps (`out[:, t]` in a loop, `out[rows, positions]`).
+it is only indexed at given steps (`out[:, t]` in a loop, `out[rows, positions]`); or it is padded back
+out along time to an input's length before it leaves, as AllenNLP's encoder wrapper does
+(`torch.cat([out, out.new_zeros(batch, mask.size(1) - out.size(1), size)], 1)`, the sizes possibly
+through names).
 
 ### Reductions over time
 A sum over time is the same on every replica as on one device, because the padding is zeros (it is

@@ -4,11 +4,12 @@
 Flags `pad_sequence(...)` in the `forward` of a class that `nn.DataParallel` wraps directly (found by the
 project index) when the padded result leaves `forward` with its padded time dimension: returned (alone or
 inside a tuple, list or dict), stored on the module, or pooled over time in a way that counts the
-padding (a mean or a maximum). Packed again, or padded out with `F.pad` before it leaves, it is not
-flagged. A matrix product of it (`torch.bmm`, `torch.matmul`, `@`, `torch.einsum`) that leaves is flagged
-with both readings in the message, since which one holds depends on shapes the linter does not follow: the
-product keeps the replica's length, or, run over time as attention pooling does, it weighs the replica's
-own padding (a softmax over the padded steps gives them weight).
+padding (a mean or a maximum). Packed again, or padded out before it leaves (`F.pad`, or `torch.cat`
+with zeros as many steps long as an input's length minus its own), it is not flagged. A matrix product
+of it (`torch.bmm`, `torch.matmul`, `@`, `torch.einsum`) that leaves is flagged with both readings in
+the message, since which one holds depends on shapes the linter does not follow: the product keeps the
+replica's length, or, run over time as attention pooling does, it weighs the replica's own padding (a
+softmax over the padded steps gives them weight).
 
 Padding by hand is flagged the same way: `torch.zeros(...)`, `torch.full(...)`, `x.new_zeros(...)` or
 `x.new_full(...)` in that `forward` with a dimension that is a maximum taken there over what the
