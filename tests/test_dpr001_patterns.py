@@ -447,3 +447,28 @@ def test_a_table_of_other_modules_read_with_get_and_a_list_of_linear_layers_are_
     with_cell = TABLE_AND_STEPS.format(build="self.TYPES.get(kind)(4, 4)", layer="nn.Linear(4, 4)")
     assert findings(with_cell) == [(18, "DPR001")]
     assert findings(with_cell.replace("nn.GRU}", "nn.GRU, 'cell': nn.GRUCell}")) == []
+
+
+@pytest.mark.parametrize("imports, build", [
+    # A factory of the file whose returns are a torch RNN on some paths and a module of the project's own on others.
+    ("def make_layer(rnn_type):\n    if rnn_type == 'SRU':\n        return Highway(4)\n    return getattr(nn, rnn_type)(4, 4)",
+     "self.rnn = make_layer(rnn_type)"),
+    ("def make_layer(kind):\n    if kind == 'sru':\n        layer = Highway(4)\n    else:\n        layer = nn.GRU(4, 4)\n"
+     "    return layer, kind != 'sru'",
+     "self.rnn, self.packs = make_layer(rnn_type)"),
+    # A local name set in a type switch.
+    ("", "if rnn_type is nn.LSTM:\n            rnn = nn.LSTM(4, 4)\n        else:\n            rnn = Highway(4)\n"
+     "        self.rnn = rnn"),
+])
+def test_an_rnn_from_a_type_switch_through_a_factory_or_a_name_gets_a_guarded_fix(imports, build):
+    source = model(build, imports=imports)
+    [message] = messages(source)
+    assert "in some configurations, another module in others" in message
+    result = fixed(source)
+    assert "        if isinstance(self.rnn, nn.RNNBase):\n            self.rnn.flatten_parameters()\n" in result
+    assert findings(result) == []
+
+
+def test_a_factory_that_never_returns_a_torch_rnn_is_not_flagged():
+    imports = "def make_layer(kind):\n    if kind == 'wide':\n        return Highway(8)\n    return Highway(4)"
+    assert findings(model("self.rnn = make_layer(rnn_type)", imports=imports)) == []

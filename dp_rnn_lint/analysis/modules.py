@@ -509,9 +509,9 @@ class ModuleModel:
                 if self._flattens_itself(expr.func, scope):
                     return None  # its own forward calls self.flatten_parameters(): nothing to add
                 return _RnnValue(kind)
-            factory = self._factory_kind(expr.func, scope)
+            factory = self._factory_value(expr.func, scope)
             if factory:
-                return _RnnValue(factory)
+                return factory
             if canonical(self.resolver.qualified_name(expr.func, scope)) == MODULE_LIST:
                 return self._module_list(expr, scope, depth)
             if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in MODULE_METHODS_RETURNING_SELF:
@@ -540,8 +540,7 @@ class ModuleModel:
                 if binding.kind != ASSIGN:
                     return None
                 values.append(self.rnn_instance(binding.value, owner, depth + 1))
-            if values and all(v is not None and not v.is_list and not v.is_none and not v.optional for v in values):
-                return _RnnValue(_join_kinds([v.kind for v in values]))
+            return _one_of(values)
         return None
 
     def _module_list(self, call: cst.Call, scope: Scope, depth: int) -> Optional[_RnnValue]:
@@ -653,42 +652,42 @@ class ModuleModel:
                 return target  # type: ignore[return-value]
         return None
 
-    def _factory_kind(self, func: cst.BaseExpression, scope: Scope) -> Optional[str]:
+    def _factory_value(self, func: cst.BaseExpression, scope: Scope) -> Optional[_RnnValue]:
         """A function that builds and returns a new RNN (fairseq's `def LSTM(...)`, `make_rnn(...)`)."""
         target = self._factory(func, scope)
         if target is None:
             return None
         model, node = target
-        kinds = model.returned_kinds(node)
-        return kinds[0] if kinds and len(kinds) == 1 else None
+        values = model.returned_values(node)
+        return values[0] if values and len(values) == 1 else None
 
-    def factory_member_kinds(self, call: cst.Call, scope: Scope, count: int) -> List[Optional[str]]:
-        """`rnn, proj = make_layers(...)`: the RNN kind of each member of the tuple the function returns."""
+    def factory_members(self, call: cst.Call, scope: Scope, count: int) -> List[Optional[_RnnValue]]:
+        """`rnn, proj = make_layers(...)`: the RNN each member of the tuple the function returns is."""
         target = self._factory(call.func, scope)
         if target is None:
             return [None] * count
-        kinds = target[0].returned_kinds(target[1], count)
-        return kinds if kinds is not None else [None] * count
+        values = target[0].returned_values(target[1], count)
+        return values if values is not None else [None] * count
 
-    def returned_kinds(self, node: cst.FunctionDef, count: int = 1) -> Optional[List[Optional[str]]]:
+    def returned_values(self, node: cst.FunctionDef, count: int = 1) -> Optional[List[Optional[_RnnValue]]]:
         """What a function returns, position by position (`count` members of a tuple, or 1 for a single
-        value): each an RNN kind or None. None when its returns disagree in shape."""
+        value): each an RNN (guarded when only some returns are one) or None. None when its returns
+        disagree in shape."""
         key = (node, count)
         if key in self._factory_memo:
             return self._factory_memo[key]
         self._factory_memo[key] = None
         function_scope = self.resolver.scopes[node]
         returns = [r.value for r in iter_nodes(node.body, (cst.Return,), skip_nested_scopes=True) if r.value is not None]
-        per_position: List[List[Optional[str]]] = [[] for _ in range(count)]
+        per_position: List[List[Optional[_RnnValue]]] = [[] for _ in range(count)]
         for value in returns:
             members = [value] if count == 1 else (
                 [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [])
             if len(members) != count:
                 return None
             for position, member in enumerate(members):
-                found = self.rnn_instance(member, function_scope)
-                per_position[position].append(found.kind if found and not found.is_list else None)
-        result = [_join_kinds(kinds) if kinds else None for kinds in per_position] if returns else None
+                per_position[position].append(self.rnn_instance(member, function_scope))
+        result = [_one_of(values) for values in per_position] if returns else None
         self._factory_memo[key] = result
         return result
 
@@ -823,7 +822,7 @@ class ModuleModel:
             if isinstance(node, cst.Assign):
                 for target in node.targets:
                     pairs = _paired_targets(target.target, node.value)
-                    members = (self.factory_member_kinds(node.value, inner, len(pairs))
+                    members = (self.factory_members(node.value, inner, len(pairs))
                                if isinstance(node.value, cst.Call) and len(pairs) > 1 else None)
                     for position, (element, value) in enumerate(pairs):
                         attr = is_self_attribute(element, me)
@@ -832,8 +831,7 @@ class ModuleModel:
                         if attr in rewrapped and isinstance(value, _LIST_LITERALS):
                             continue  # `self.rnns = [...]` then `self.rnns = nn.ModuleList(self.rnns)`: the latter counts
                         if members is not None:
-                            kind = members[position]
-                            assigned.setdefault(attr, []).append(_RnnValue(kind) if kind else None)
+                            assigned.setdefault(attr, []).append(members[position])
                         else:
                             assigned.setdefault(attr, []).append(self.rnn_instance(value, inner) if value else None)
             elif isinstance(node, cst.AugAssign):
@@ -953,6 +951,20 @@ def _paired_targets(target: cst.BaseExpression, value: cst.BaseExpression):
                 return list(zip(elements, [e.value for e in value.elements]))
         return [(element, None) for element in elements]
     return [(target, value)]
+
+
+def _one_of(values: List[Optional[_RnnValue]]) -> Optional[_RnnValue]:
+    """The RNN a name (or a function's return) holds, given what each of its assignments (or returns)
+    builds: the RNNs' kinds joined, guarded when some of them build another module instead (a type
+    switch: `rnn = SRU(...)` in one branch, `rnn = getattr(nn, kind)(...)` in the other)."""
+    if not values:
+        return None
+    rnns = [v for v in values if v is not None and not v.is_list and not v.is_none and not v.optional]
+    if len(rnns) == len(values):
+        return _RnnValue(_join_kinds([v.kind for v in rnns]), guarded=any(v.guarded for v in rnns))
+    if rnns and len(rnns) + values.count(None) == len(values):
+        return _RnnValue(_join_kinds([v.kind for v in rnns]), guarded=True)
+    return None
 
 
 def _join_kinds(kinds: List[Optional[str]]) -> Optional[str]:

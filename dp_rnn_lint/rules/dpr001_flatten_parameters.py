@@ -58,9 +58,10 @@ contiguous and the call does nothing. When the method swaps the RNN's weights be
 (weight drop, as in AWD-LSTM), the call goes just before the statement that runs the RNN; in an RNN
 subclass that swaps its own weights, `self.flatten_parameters()` goes just before the statement that
 runs `super().forward(...)`. Where the attribute holds a torch RNN only in some configurations (a type
-switch, or a module callers hand in), the call is guarded by `if isinstance(self.<rnn>, nn.RNNBase):`;
-for an `nn.ModuleList` whose members are torch RNNs only in some configurations, or only some of them
-(a custom layer, a weight-drop wrapper), the loop's call is guarded the same way, member by member.
+switch, a factory that returns another module on some paths, or a module callers hand in), the call is
+guarded by `if isinstance(self.<rnn>, nn.RNNBase):`; for an `nn.ModuleList` whose members are torch
+RNNs only in some configurations, or only some of them (a custom layer, a weight-drop wrapper), the
+loop's call is guarded the same way, member by member.
 
 No fix is offered when it could not be placed safely: the weights are replaced on the RNN's own line,
 the method is shared with another class of the file whose attribute is not the same kind of RNN, or
