@@ -313,7 +313,7 @@ def test_a_module_list_with_members_of_another_module_is_flagged_with_a_guarded_
     # Only the torch RNN members have flatten_parameters(): the loop calls it on those.
     source = model(build, run="for layer in self.rnn:\n            x = layer(x)")
     [message] = messages(source)
-    assert "in some configurations, another module in others, a ModuleList" in message
+    assert "members among other modules, a ModuleList" in message
     result = fixed(source)
     assert ("        for rnn in self.rnn:\n            if isinstance(rnn, nn.RNNBase):\n"
             "                rnn.flatten_parameters()\n") in result
@@ -472,3 +472,70 @@ def test_an_rnn_from_a_type_switch_through_a_factory_or_a_name_gets_a_guarded_fi
 def test_a_factory_that_never_returns_a_torch_rnn_is_not_flagged():
     imports = "def make_layer(kind):\n    if kind == 'wide':\n        return Highway(8)\n    return Highway(4)"
     assert findings(model("self.rnn = make_layer(rnn_type)", imports=imports)) == []
+
+
+def test_none_appended_to_a_module_list_is_not_a_member_kind():
+    # `append(None)` for a skipped layer (fairseq's wav2vec residual projections): convolutions and Nones
+    # hold no torch RNN, so the list is no RNN submodule at all (it once came out as one of kind "").
+    import libcst as cst
+
+    from dp_rnn_lint.analysis.modules import ModuleModel
+    from dp_rnn_lint.analysis.names import NameResolver
+
+    source = model("self.proj = nn.ModuleList()\n        for i in range(3):\n            if i:\n"
+                   "                self.proj.append(nn.Conv1d(4, 4, 1))\n            else:\n"
+                   "                self.proj.append(None)\n        self.rnn = nn.ModuleList([nn.GRU(4, 4)])",
+                   run="for layer in self.proj:\n            if layer is not None:\n                x = layer(x)")
+    module = cst.parse_module(source)
+    analysis = ModuleModel(module, NameResolver(module, "model", False), every_class=True)
+    [encoder] = analysis.classes
+    assert sorted(analysis.rnn_submodules(encoder)) == ["rnn"]
+
+
+OVERRIDDEN_FACTORY = '''\
+import torch.nn as nn
+
+
+def make_rnn(rnn_type, size):
+    if rnn_type == "SRU":
+        return Highway(size), False
+    return getattr(nn, rnn_type)(size, size), True
+
+
+class DecoderBase(nn.Module):
+    def __init__(self, rnn_type):
+        super().__init__()
+        self.rnn = self._build_rnn(rnn_type, 4)
+
+    def forward(self, x):
+        return self._run(x)
+
+
+class StdDecoder(DecoderBase):
+    def _build_rnn(self, rnn_type, size):
+        rnn, _ = make_rnn(rnn_type, size)
+        return rnn
+
+    def _run(self, x):
+        out, _ = self.rnn(x)
+        return out
+
+
+class CellDecoder(DecoderBase):
+    def _build_rnn(self, rnn_type, size):
+        return StackedCells(size)
+
+    def _run(self, x):
+        return self.rnn(x)
+'''
+
+
+def test_a_method_factory_is_the_override_of_each_class_and_a_tuple_member_is_followed():
+    # OpenNMT-py's decoders: the base builds self.rnn with self._build_rnn(), which each subclass overrides;
+    # one returns the first member of a factory's (rnn, packs) pair, the other a stack of cells.
+    line = OVERRIDDEN_FACTORY.splitlines().index("        out, _ = self.rnn(x)") + 1
+    assert findings(OVERRIDDEN_FACTORY) == [(line, "DPR001")]
+    result = fixed(OVERRIDDEN_FACTORY)
+    assert ("    def _run(self, x):\n        if isinstance(self.rnn, nn.RNNBase):\n            self.rnn.flatten_parameters()\n"
+            "        out, _ = self.rnn(x)") in result
+    assert findings(result) == []

@@ -8,7 +8,7 @@ from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import libcst as cst
 
-from .names import ASSIGN, DEF, IMPORT, PARAM, NameResolver, Scope
+from .names import ASSIGN, DEF, IMPORT, PARAM, UNPACK, NameResolver, Scope
 from .torch_names import (MODULE_LIST, MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, TORCH_NN, canonical, is_module_base,
                           rnn_kind)
 from .traversal import children
@@ -210,7 +210,7 @@ class ModuleModel:
         self._class_scopes = {node: scope for node, scope in resolver.scopes.items() if isinstance(node, cst.ClassDef)}
         self._is_module_memo: Dict[cst.ClassDef, bool] = {}
         self._rnn_class_memo: Dict[cst.ClassDef, Optional[str]] = {}
-        self._factory_memo: Dict[Tuple[cst.FunctionDef, int], Optional[List[Optional[str]]]] = {}
+        self._factory_memo: Dict[Tuple[cst.FunctionDef, int, int], Optional[List[Optional[_RnnValue]]]] = {}
         self.classes: List[ModuleClass] = []
         by_node: Dict[cst.ClassDef, ModuleClass] = {}
         undecided: List[ModuleClass] = []
@@ -537,6 +537,10 @@ class ModuleModel:
                     # `Wrapper(nn.LSTM(...))` somewhere in the project: whatever else callers hand it, guarded
                     kind = self._handed_in(expr.value, owner, "instance")
                     return _RnnValue(kind, guarded=True) if kind else None
+                if binding.kind == UNPACK and isinstance(binding.value, cst.Call):
+                    # `rnn, packs = make_rnn(...)`: what the factory returns in that position
+                    values.append(self.factory_members(binding.value, owner, binding.count)[binding.index])
+                    continue
                 if binding.kind != ASSIGN:
                     return None
                 values.append(self.rnn_instance(binding.value, owner, depth + 1))
@@ -587,7 +591,7 @@ class ModuleModel:
                     kinds.append(self._grown_kind(func.attr.value, call_node, owner, depth))
         else:
             return None
-        known = [kind for kind in kinds if kind is not None]
+        known = [kind for kind in kinds if kind]  # not None (unknown) nor "" (the literal None)
         if not known:
             return None
         # Some members are another module (a type switch's custom layer, a weight-drop wrapper): only those
@@ -638,7 +642,15 @@ class ModuleModel:
 
     def _factory(self, func: cst.BaseExpression, scope: Scope) -> Optional[Tuple["ModuleModel", cst.FunctionDef]]:
         """The function a call runs, with the model of its file, when it is a function of this file or one
-        imported from another file of the project."""
+        imported from another file of the project, or a method of this file's class whose attributes are
+        being collected (`self._build_rnn(...)`: the override of that class)."""
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and self._collecting is not None:
+            function = scope.node if scope.kind == "function" else None
+            if isinstance(function, cst.FunctionDef) and func.value.value == self_name(function):
+                found = self._collecting.find_method(func.attr.value)
+                if found is not None and found[0] in self.resolver.scopes:
+                    return self, found[0]
+            return None
         if not isinstance(func, cst.Name):
             return None
         found = self.resolver.bindings(func.value, scope)
@@ -673,7 +685,8 @@ class ModuleModel:
         """What a function returns, position by position (`count` members of a tuple, or 1 for a single
         value): each an RNN (guarded when only some returns are one) or None. None when its returns
         disagree in shape."""
-        key = (node, count)
+        # A method's returns may call other methods of the class being collected: per class.
+        key = (node, count, id(self._collecting))
         if key in self._factory_memo:
             return self._factory_memo[key]
         self._factory_memo[key] = None
@@ -738,9 +751,10 @@ class ModuleModel:
                                             guarded=any(v.guarded for v in rnns))
             elif rnns and len(rnns) == len(values) and all(value.is_list for value in values):
                 extra = grown.get(attr, [])
-                kinds = [v.kind for v in values if not v.empty_list] + [kind for kind in extra if kind is not None]
+                kinds = [v.kind for v in values if not v.empty_list] + [kind for kind in extra if kind]
                 if kinds:
-                    guarded = any(v.guarded for v in values) or None in extra
+                    # Appended members that are not torch RNNs (another module, None): only some are
+                    guarded = any(v.guarded for v in values) or not all(extra)
                     result[attr] = RnnSubmodule(attr, _join_kinds(kinds), is_list=True, guarded=guarded)
         for model, base in self._inherited_of(cls):
             # What a base in another file builds, where this class does not set the attribute itself.

@@ -19,6 +19,7 @@ from .traversal import Visitor, walk
 
 # How a name got bound; only "import" bindings carry a qualified name directly.
 IMPORT, ASSIGN, PARAM, DEF, OTHER = "import", "assign", "param", "def", "other"
+UNPACK = "unpack"  # one plain name of `a, b = value`: member `index` of `count` of the value
 
 
 @dataclass
@@ -27,6 +28,8 @@ class Binding:
     qualified_name: Optional[str] = None  # for imports
     value: Optional[cst.BaseExpression] = None  # for single-name assignments and parameter defaults
     node: Optional[cst.CSTNode] = None  # the def/class node for DEF bindings
+    index: Optional[int] = None  # for UNPACK bindings: the name's position in the target
+    count: Optional[int] = None  # for UNPACK bindings: how many names the target has
 
 
 @dataclass
@@ -232,8 +235,14 @@ class ScopeBuilder(Visitor):
         if isinstance(target, cst.Name):
             self.current.bind(target.value, Binding(ASSIGN if value is not None else OTHER, value=value))
         elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._bind_target(element.value, None)
+            elements = target.elements
+            plain = value is not None and all(isinstance(element.value, cst.Name) for element in elements)
+            for position, element in enumerate(elements):
+                if plain:
+                    self.current.bind(element.value.value,
+                                      Binding(UNPACK, value=value, index=position, count=len(elements)))
+                else:
+                    self._bind_target(element.value, None)
         elif isinstance(target, cst.StarredElement):
             self._bind_target(target.value, None)
 

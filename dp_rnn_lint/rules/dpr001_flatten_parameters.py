@@ -206,9 +206,13 @@ class FlattenParameters(Rule):
         replacement = events[replaced[-1]] if replaced else None
         me = self_name(invocation.method) or "self"
         target = f"{me}.{attr}"
-        kind = f"{rnn.kind} in some configurations, another module in others" if rnn.guarded else rnn.kind
+        if rnn.is_list:
+            # Mixed members, or members of another module in some configurations: only the RNNs compact.
+            kind = f"{rnn.kind} members among other modules, a ModuleList" if rnn.guarded else f"{rnn.kind}, a ModuleList"
+        else:
+            kind = f"{rnn.kind} in some configurations, another module in others" if rnn.guarded else rnn.kind
         message = (
-            f"{target} ({kind}{', a ModuleList' if rnn.is_list else ''}) runs in the forward pass without "
+            f"{target} ({kind}) runs in the forward pass without "
             f"{'flatten_parameters() on each member' if rnn.is_list else target + '.flatten_parameters()'} before it: "
             "under DataParallel every replica's RNN weights are non-contiguous and get copied on every call"
         )
