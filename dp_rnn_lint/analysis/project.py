@@ -162,13 +162,16 @@ def _mentions_rnn(data: bytes) -> bool:
 
 
 _RNN_NAME = re.compile(rb"\b(?:RNN|LSTM|GRU)\b")
-_SELF_ATTRIBUTE_TEXT = re.compile(rb"\bself\.([A-Za-z_]\w*)")
+# These start at the dot, the receiver checked behind it, so that the search skips ahead to each dot
+# (several times faster than a leading word boundary, which is tried at every position).
+_SELF_ATTRIBUTE_TEXT = re.compile(rb"\.(?<=\bself\.)([A-Za-z_]\w*)")
 _ATTRIBUTE_TEXT = re.compile(rb"\.([A-Za-z_]\w*)")
 # Attributes of the usual names of a run's settings (`args.batch_size`, `self.opt.hidden_size`): read from
 # the configuration, not from the model, so they say nothing about the model's own `self.batch_size`.
+_SETTINGS_NAMES = ("args", "arguments", "opt", "opts", "option", "options", "config", "cfg", "conf", "hparams", "hps",
+                   "hp", "hyperparams", "params", "flags", "FLAGS", "settings")
 _SETTINGS_ATTRIBUTE_TEXT = re.compile(
-    rb"\b(?:args|arguments|opt|opts|option|options|config|cfg|conf|hparams|hps|hp|hyperparams|params|flags|FLAGS"
-    rb"|settings)\.([A-Za-z_]\w*)")
+    rb"\.(?:" + b"|".join(rb"(?<=\b" + name.encode() + rb"\.)" for name in _SETTINGS_NAMES) + rb")([A-Za-z_]\w*)")
 
 
 # How far names are followed (assignments, factories, re-exports) before giving up.
