@@ -539,3 +539,45 @@ def test_a_method_factory_is_the_override_of_each_class_and_a_tuple_member_is_fo
     assert ("    def _run(self, x):\n        if isinstance(self.rnn, nn.RNNBase):\n            self.rnn.flatten_parameters()\n"
             "        out, _ = self.rnn(x)") in result
     assert findings(result) == []
+
+
+HANDED_BY_NAME = '''\
+import torch.nn as nn
+
+
+class SequenceWrapper(nn.Module):
+    def __init__(self, module):
+        super().__init__()
+        self._module = module
+
+    def forward(self, inputs):
+        outputs, _ = self._module(inputs)
+        return outputs
+
+
+class LstmSequence(SequenceWrapper):
+    def __init__(self, size):
+        {build}
+        super().__init__(module=module)
+'''
+
+
+@pytest.mark.parametrize("build, flagged", [
+    # AllenNLP's LstmSeq2SeqEncoder: the RNN is built into a local name, then handed to the base.
+    ("module = nn.LSTM(size, size, batch_first=True)", True),
+    ("module = Highway(size)", False),
+    ("module = nn.LSTM(size, size) if size else Highway(size)\n        module = Highway(size)", False),
+])
+def test_an_rnn_handed_to_the_base_through_a_local_name(build, flagged):
+    # What is handed to a constructor is the project index's to say, as the CLI and the plugin build it.
+    from dp_rnn_lint.analysis.project import build_index
+    from dp_rnn_lint.engine import Selection, lint_source
+
+    data = HANDED_BY_NAME.replace("{build}", build).encode()
+    context = build_index(["model.py"], sources={"model.py": data}).context_for("model.py", "any")
+    found = lint_source(data, "model.py", Selection(), context=context).findings
+    assert [(f.line, f.code) for f in found] == ([(10, "DPR001")] if flagged else [])
+    if flagged:
+        result = lint_source(data, "model.py", Selection(), fix=True, context=context)
+        assert ("        if isinstance(self._module, nn.RNNBase):\n            self._module.flatten_parameters()\n"
+                in result.fixed.decode()) and result.findings == []

@@ -54,6 +54,8 @@ def mentions_wrap(data: bytes) -> bool:
 
 # An RNN class, or a call of one, as an argument: `Encoder(rnn_class=nn.GRU)`, `Wrapper(nn.LSTM(...))`.
 _HANDS_RNN_TEXT = re.compile(rb"[(,]\s*(?:\w+\s*=\s*)?(?:[\w.]*\.)?(?:LSTM|GRU|RNN)\b(?!\s*\.)")
+# ... or through a local name first: `module = nn.LSTM(...)`, then `super().__init__(module=module)`.
+_RNN_TO_LOCAL_TEXT = re.compile(rb"^[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*(?:[\w.]*\.)?(?:LSTM|GRU|RNN)[ \t]*\(", re.M)
 
 
 def needs_summary_at_build(data: bytes) -> bool:
@@ -69,6 +71,9 @@ def _may_hand_rnn(data: bytes) -> bool:
         end = data.find(b"\n", match.end())
         line = data[start:end if end >= 0 else len(data)].lstrip()
         if not (line.startswith((b"from ", b"import ")) or b"isinstance(" in line or b"issubclass(" in line):
+            return True
+    for name in set(_RNN_TO_LOCAL_TEXT.findall(data)):
+        if re.search(rb"[(,]\s*(?:\w+\s*=\s*)?" + re.escape(name) + rb"\s*[,)]", data):
             return True
     return False
 
@@ -178,7 +183,7 @@ _SETTINGS_ATTRIBUTE_TEXT = re.compile(
 _MAX_DEPTH = 12
 _SITE_TEXT_LIMIT = 60
 # The cache format; bump when the summary's shape changes.
-_SUMMARY_FORMAT = 9
+_SUMMARY_FORMAT = 10
 
 UNKNOWN = None  # a value the summary cannot name (a parameter, a subscript...)
 # What the project's bases say of a class.
@@ -247,7 +252,7 @@ class _Summarizer:
             if self._is_wrap(call):
                 self._wrap_site(call, function, cls)
             elif call.args or call.keywords:
-                self._handed_rnns(call, cls)
+                self._handed_rnns(call, function, cls)
         for qualname, info in self.classes.items():
             info["calls"] = sorted(info["calls"])
             forward = next((m for m in self._class_methods.get(qualname, ()) if m.name == "forward"), None)
@@ -375,7 +380,7 @@ class _Summarizer:
         name = dotted(call.func)
         return name is not None and self.qualify(name) in DATA_PARALLEL_NAMES
 
-    def _handed_rnns(self, call: ast.Call, cls: Optional[str]) -> None:
+    def _handed_rnns(self, call: ast.Call, function: Optional[ast.AST], cls: Optional[str]) -> None:
         """RNN classes and instances a call passes (to a class, the index finds out later)."""
         callee = dotted(call.func)
         if callee is None:
@@ -384,7 +389,13 @@ class _Summarizer:
             callee = f"super:{cls}"  # super().__init__(module=nn.LSTM(...)): the class's base gets it
         arguments = [(str(position), arg) for position, arg in enumerate(call.args) if not isinstance(arg, ast.Starred)]
         arguments += [(keyword.arg, keyword.value) for keyword in call.keywords if keyword.arg]
+        to_a_class = callee.startswith("super:") or callee.rsplit(".", 1)[-1][:1].isupper()
         for key, value in arguments:
+            if isinstance(value, ast.Name) and function is not None and to_a_class:
+                # `module = nn.LSTM(...)` then `super().__init__(module=module)`: the one call it is set to
+                found = self._assigned_values(value.id, function)
+                if len(found) == 1 and isinstance(found[0], ast.Call) and not _is_parameter(value.id, function):
+                    value = found[0]
             what = "instance" if isinstance(value, ast.Call) else "class"
             name = dotted(value.func if isinstance(value, ast.Call) else value)
             kind = rnn_kind(canonical(self.qualify(name))) if name else None
