@@ -469,6 +469,12 @@ def test_an_rnn_from_a_type_switch_through_a_factory_or_a_name_gets_a_guarded_fi
     assert findings(result) == []
 
 
+def test_a_module_rebuilt_in_steps_is_what_its_last_step_makes():
+    # `rnn = WeightDrop(rnn)` wraps the LSTM: self.rnn is always the wrapper, not a type switch.
+    build = "rnn = nn.LSTM(4, 4)\n        rnn = WeightDrop(rnn, 0.5)\n        self.rnn = rnn"
+    assert findings(model(build)) == []
+
+
 def test_a_factory_that_never_returns_a_torch_rnn_is_not_flagged():
     imports = "def make_layer(kind):\n    if kind == 'wide':\n        return Highway(8)\n    return Highway(4)"
     assert findings(model("self.rnn = make_layer(rnn_type)", imports=imports)) == []

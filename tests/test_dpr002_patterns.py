@@ -440,7 +440,16 @@ def test_a_padded_tensor_that_never_leaves_is_not_flagged(body):
      "gathering the outputs fails"),
     ("steps = out.size(1) - x.size(1)\n        return torch.cat([out, out.new_zeros(out.size(0), steps, 4)], 1)",
      "gathering the outputs fails"),
+    # ... or to the length of a mask this replica builds from its own lengths, not an input.
+    ("mask = torch.arange(int(lens.max()))[None, :] < lens[:, None]\n"
+     "        zeros = out.new_zeros(out.size(0), mask.size(1) - out.size(1), 4)\n        return torch.cat([out, zeros], 1)",
+     "gathering the outputs fails"),
+    ("full = x.size(1)\n        full: int = int(lens.max())\n"
+     "        return torch.cat([out, out.new_zeros(out.size(0), full - out.size(1), 4)], 1)",
+     "gathering the outputs fails"),
     # The padded tensor itself leaving is the plain case, whatever a product of it does.
+    ("ctx = torch.bmm(self.score(out).transpose(1, 2), out)\n        h = out * 2\n        h += ctx\n        return h",
+     "and gathering the outputs fails"),
     ("return torch.bmm(self.score(out).transpose(1, 2), out), out", "and gathering the outputs fails"),
 ])
 def test_a_padded_tensor_that_leaves_is_flagged_and_says_how(body, words):

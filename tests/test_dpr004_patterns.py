@@ -74,3 +74,12 @@ def test_wrapped_scope_does_not_repeat_the_wrap_site():
     [finding] = lint_source(source.encode(), "model.py", Selection(select=("DPR004",)), context=context).findings
     assert finding.message.count("wrapped at") == 1
     assert not finding.fixable
+
+
+def test_a_member_of_a_module_list_that_also_holds_other_modules_is_not_taken_for_an_rnn():
+    # `self.layers[1]` is the Linear: what it returns is no hidden state (DPR001 still asks to compact the LSTM).
+    source = (TEMPLATE.replace("self.lstm = nn.LSTM(8, 8, num_layers=2, batch_first=True)",
+                               "self.layers = nn.ModuleList([nn.LSTM(8, 8, batch_first=True), nn.Linear(8, 8)])")
+              .replace("        self.lstm.flatten_parameters()\n", "")
+              .format(body="out, _ = self.layers[0](x)\n        return self.layers[1](out)", wrap=WRAP))
+    assert [code for _, code in findings(source)] == ["DPR001"]

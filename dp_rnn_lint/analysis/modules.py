@@ -544,6 +544,13 @@ class ModuleModel:
                 if binding.kind != ASSIGN:
                     return None
                 values.append(self.rnn_instance(binding.value, owner, depth + 1))
+            if len(values) > 1 and any(
+                    isinstance(found, cst.Name) and found.value == expr.value
+                    for binding in owner.bindings[expr.value] if binding.value is not None
+                    for found in iter_nodes(binding.value, (cst.Name,))):
+                # `rnn = WeightDrop(rnn)`, `rnn = rnn.to(device)`: one module rebuilt in steps, whose last
+                # step says what it is, not alternatives of a type switch
+                return None
             return _one_of(values)
         return None
 

@@ -236,7 +236,8 @@ class ScopeBuilder(Visitor):
             self.current.bind(target.value, Binding(ASSIGN if value is not None else OTHER, value=value))
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = target.elements
-            plain = value is not None and all(isinstance(element.value, cst.Name) for element in elements)
+            plain = value is not None and all(isinstance(element, cst.Element) and isinstance(element.value, cst.Name)
+                                              for element in elements)  # no `*rest`: positions would shift
             for position, element in enumerate(elements):
                 if plain:
                     self.current.bind(element.value.value,

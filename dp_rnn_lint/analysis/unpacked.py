@@ -15,7 +15,7 @@ anything it cannot follow (a closure, a helper that may keep the tensor) counts 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Iterable, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -131,6 +131,7 @@ class _Walk:
         self.product = ""  # the first matrix product a padded value went into, for the message
         # Each local name's latest assignment so far, in source order: (value, position in a tuple target).
         self.assigned: Dict[str, Tuple[cst.BaseExpression, Optional[int]]] = {}
+        self.bound: Set[str] = set()  # every name set in the function so far, however
 
     def leave(self, kind: str, node: cst.CSTNode, reduction: str = "", negative_dim: Optional[int] = None,
               found: Optional[str] = None) -> None:
@@ -202,10 +203,15 @@ class _Walk:
         elif kind is cst.AnnAssign:
             if node.value is not None:
                 self.bind(node.target, self.value(node.value), node)
+                self.note_assignment(node.target, node.value)
         elif kind is cst.AugAssign:
             found = self.value(node.value)
+            if isinstance(node.target, cst.Name):
+                self.bound.add(node.target.value)
+                self.assigned.pop(node.target.value, None)  # a new value made from the old one
             if found is not None:
-                self.bind(node.target, _padded(found), node)
+                held = self.names.get(node.target.value) if isinstance(node.target, cst.Name) else None
+                self.bind(node.target, _padded_of([held, found]), node)
         elif kind is cst.Return:
             found = self.value(node.value) if node.value is not None else None
             if found is not None:
@@ -249,6 +255,10 @@ class _Walk:
     def bind(self, target: cst.CSTNode, found: Optional[str], statement: cst.CSTNode) -> None:
         kind = type(target)
         if kind is cst.Name:
+            # Set here: not an input of the function, and its value is a plain assignment's only if
+            # note_assignment records it next.
+            self.bound.add(target.value)
+            self.assigned.pop(target.value, None)
             if found is None:
                 self.names.pop(target.value, None)
             else:
@@ -436,7 +446,9 @@ class _Walk:
         if not (isinstance(steps, cst.BinaryOperation) and isinstance(steps.operator, cst.Subtract)):
             return False
         full, own = self.measured_length(steps.left), self.measured_length(steps.right)
-        return (own == (padded.value, self.time_dim) and full is not None and full[0] not in self.names)
+        # The full length is measured on an input: a name the function never sets (a parameter), not a
+        # tensor it builds, which may be as long as this replica's longest sequence.
+        return own == (padded.value, self.time_dim) and full is not None and full[0] not in self.bound
 
     # -- helpers ------------------------------------------------------------------------------------
     def mentions_tainted(self, node: cst.CSTNode) -> bool:

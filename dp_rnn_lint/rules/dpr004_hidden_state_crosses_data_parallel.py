@@ -178,7 +178,9 @@ class HiddenStateCrossesDataParallel(Rule):
                        site: str) -> Iterator[Violation]:
         forward = path.forward
         flow = FunctionFlow(forward)
-        runs = [event for event in path.events if isinstance(event, Invocation) and event.method is forward]
+        # Not the members of a ModuleList that also holds other modules: which member is an RNN is unknown.
+        runs = [event for event in path.events if isinstance(event, Invocation) and event.method is forward
+                and not _mixed_list(path.rnns.get(event.attr))]
         for event in runs:
             names = _initial_state_parameters(event.call, flow)
             if names:
@@ -252,3 +254,7 @@ def _is_hidden_state(node: cst.Name, hidden: Dict[str, List[int]], flow: Functio
         return False
     return any(not flow.rebound_between(node.value, call_seq, site.seq) and site.seq > call_seq
                for call_seq in hidden[node.value])
+
+
+def _mixed_list(rnn) -> bool:
+    return rnn is not None and rnn.is_list and rnn.guarded

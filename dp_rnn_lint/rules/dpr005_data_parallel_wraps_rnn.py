@@ -68,7 +68,7 @@ import libcst as cst
 
 from ..analysis import FileAnalysis
 from ..analysis.modules import call_argument, iter_nodes
-from ..analysis.names import Scope
+from ..analysis.names import UNPACK, Scope
 from ..analysis.torch_names import MODULE_METHODS_RETURNING_SELF, canonical, rnn_kind
 from ..findings import Violation
 from .base import Example, Rule
@@ -150,7 +150,8 @@ def _rnn_of(analysis: FileAnalysis, node: cst.BaseExpression, scope: Scope, dept
         return _returned_by(analysis, func, scope, depth) or _built_elsewhere(analysis, func)
     if isinstance(node, cst.Name):
         bindings = analysis.resolver.bindings(node.value, scope)
-        values = [binding.value for binding in bindings]
+        # A member of an unpacked tuple (`rnn, _ = build()`) carries the whole value: not followed here.
+        values = [binding.value if binding.kind != UNPACK else None for binding in bindings]
         if not values or any(value is None for value in values):
             return None  # a parameter, a loop variable, or an assignment this cannot follow
         found = [_rnn_of(analysis, value, scope, depth + 1) for value in values]
