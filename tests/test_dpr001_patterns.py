@@ -587,3 +587,11 @@ def test_an_rnn_handed_to_the_base_through_a_local_name(build, flagged):
         result = lint_source(data, "model.py", Selection(), fix=True, context=context)
         assert ("        if isinstance(self._module, nn.RNNBase):\n            self._module.flatten_parameters()\n"
                 in result.fixed.decode()) and result.findings == []
+
+
+def test_a_module_moved_in_place_of_its_name_is_still_the_rnn():
+    # `rnn = rnn.to(device)` moves the same LSTM: flagged, and without a guard (it is always a torch RNN).
+    build = "rnn = nn.LSTM(4, 4)\n        rnn = rnn.to(torch.device('cpu')).float()\n        self.rnn = rnn"
+    [message] = messages(model(build))
+    assert "self.rnn (nn.LSTM) runs" in message
+    assert "        self.rnn.flatten_parameters()\n        x, _ = self.rnn(x)" in fixed(model(build))

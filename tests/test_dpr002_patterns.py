@@ -447,6 +447,9 @@ def test_a_padded_tensor_that_never_leaves_is_not_flagged(body):
     ("full = x.size(1)\n        full: int = int(lens.max())\n"
      "        return torch.cat([out, out.new_zeros(out.size(0), full - out.size(1), 4)], 1)",
      "gathering the outputs fails"),
+    # The message names the product that leaves, not the first one made.
+    ("energy = torch.einsum('btd,bsd->bts', out, out)\n        proj = out.matmul(self.w)\n        return proj",
+     "(.matmul()) that leaves forward"),
     # The padded tensor itself leaving is the plain case, whatever a product of it does.
     ("ctx = torch.bmm(self.score(out).transpose(1, 2), out)\n        h = out * 2\n        h += ctx\n        return h",
      "and gathering the outputs fails"),

@@ -543,13 +543,20 @@ class ModuleModel:
                     continue
                 if binding.kind != ASSIGN:
                     return None
-                values.append(self.rnn_instance(binding.value, owner, depth + 1))
+                values.append(None if _moves_itself(binding.value, expr.value)
+                              else self.rnn_instance(binding.value, owner, depth + 1))
+            steps = [_moves_itself(b.value, expr.value) for b in owner.bindings[expr.value]]
+            if any(steps) and not all(steps):
+                # `rnn = rnn.to(device)`, `rnn = rnn.cuda()`: the same module moved; the other assignments
+                # say what it is
+                values = [value for value, step in zip(values, steps) if not step]
             if len(values) > 1 and any(
                     isinstance(found, cst.Name) and found.value == expr.value
                     for binding in owner.bindings[expr.value] if binding.value is not None
+                    and not _moves_itself(binding.value, expr.value)
                     for found in iter_nodes(binding.value, (cst.Name,))):
-                # `rnn = WeightDrop(rnn)`, `rnn = rnn.to(device)`: one module rebuilt in steps, whose last
-                # step says what it is, not alternatives of a type switch
+                # `rnn = WeightDrop(rnn)`: one module rebuilt in steps, whose last step says what it is,
+                # not alternatives of a type switch
                 return None
             return _one_of(values)
         return None
@@ -972,6 +979,15 @@ def _paired_targets(target: cst.BaseExpression, value: cst.BaseExpression):
                 return list(zip(elements, [e.value for e in value.elements]))
         return [(element, None) for element in elements]
     return [(target, value)]
+
+
+def _moves_itself(value: Optional[cst.BaseExpression], name: str) -> bool:
+    """`name.to(device)`, `name.cuda()`, `name.float().cuda()`: the module `name` holds, moved or cast."""
+    moved = False
+    while (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+           and value.func.attr.value in MODULE_METHODS_RETURNING_SELF):
+        value, moved = value.func.value, True
+    return moved and isinstance(value, cst.Name) and value.value == name
 
 
 def _one_of(values: List[Optional[_RnnValue]]) -> Optional[_RnnValue]:

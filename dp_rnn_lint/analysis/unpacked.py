@@ -128,7 +128,10 @@ class _Walk:
         self.names: Dict[str, str] = {}  # local name -> PADDED or PAIR
         self.escape: Optional[Escape] = None
         self.seed = PAIR  # what the pad call's value is
-        self.product = ""  # the first matrix product a padded value went into, for the message
+        # The matrix product behind the value last read (by name or made), for the message, and the
+        # product behind each name holding one.
+        self.product = ""
+        self.product_of: Dict[str, str] = {}
         # Each local name's latest assignment so far, in source order: (value, position in a tuple target).
         self.assigned: Dict[str, Tuple[cst.BaseExpression, Optional[int]]] = {}
         self.bound: Set[str] = set()  # every name set in the function so far, however
@@ -263,6 +266,8 @@ class _Walk:
                 self.names.pop(target.value, None)
             else:
                 self.names[target.value] = found
+                if found == PRODUCT:
+                    self.product_of[target.value] = self.product
         elif kind in (cst.Tuple, cst.List):
             for index, element in enumerate(target.elements):
                 # `out, lengths = pad_packed_sequence(...)`: only the first is padded.
@@ -288,7 +293,10 @@ class _Walk:
             return self.seed
         kind = type(node)
         if kind is cst.Name:
-            return self.names.get(node.value)
+            found = self.names.get(node.value)
+            if found == PRODUCT:
+                self.product = self.product_of.get(node.value, self.product)
+            return found
         if kind is cst.Attribute:
             found = self.value(node.value)
             return None if found is None or node.attr.value in _SCALAR_ATTRIBUTES else _padded(found)
@@ -375,7 +383,7 @@ class _Walk:
         return _padded_of(arguments)  # a layer, an activation, torch.cat: the time dimension is still there
 
     def through_product(self, name: str) -> str:
-        self.product = self.product or name
+        self.product = name
         return PRODUCT
 
     def reduction(self, node: cst.Call, method: str, dim: Optional[cst.BaseExpression], found: str) -> Optional[str]:
