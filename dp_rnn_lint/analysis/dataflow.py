@@ -121,6 +121,11 @@ class FunctionFlow(Visitor):
                  and (use is None or site.target is None or not self.in_other_arms(site.target, use))]
         return found[-1] if found else None
 
+    def binding_read(self, name: cst.Name) -> Optional[BindingSite]:
+        """The binding a read of this name (a node of the function) sees, or None (a parameter, a global)."""
+        seq = self.seq_of.get(name)
+        return self.binding_before(name.value, seq, name) if seq is not None else None
+
     def binding_in_other_arm(self, name: str, site: BindingSite, use: cst.CSTNode) -> Optional[BindingSite]:
         """When `site` is in one arm of an `if` that ends before `use`, the last binding of `name` in
         the other arm: the value `use` sees when that arm ran instead."""

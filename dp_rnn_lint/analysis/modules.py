@@ -532,31 +532,25 @@ class ModuleModel:
             if owner is None or owner.kind == "module":
                 return None
             values = []
+            rebuilt = False  # an assignment uses the name itself: `rnn = WeightDrop(rnn)`
             for binding in owner.bindings[expr.value]:
                 if binding.kind == PARAM and len(owner.bindings[expr.value]) == 1:
                     # `Wrapper(nn.LSTM(...))` somewhere in the project: whatever else callers hand it, guarded
                     kind = self._handed_in(expr.value, owner, "instance")
                     return _RnnValue(kind, guarded=True) if kind else None
+                if binding.kind == ASSIGN and _moves_itself(binding.value, expr.value):
+                    continue  # `rnn = rnn.to(device)`: the same module moved; the other assignments say what it is
+                if binding.kind in (ASSIGN, UNPACK):
+                    rebuilt = rebuilt or any(found.value == expr.value for found in iter_nodes(binding.value, (cst.Name,)))
                 if binding.kind == UNPACK and isinstance(binding.value, cst.Call):
                     # `rnn, packs = make_rnn(...)`: what the factory returns in that position
                     values.append(self.factory_members(binding.value, owner, binding.count)[binding.index])
                     continue
                 if binding.kind != ASSIGN:
                     return None
-                values.append(None if _moves_itself(binding.value, expr.value)
-                              else self.rnn_instance(binding.value, owner, depth + 1))
-            steps = [_moves_itself(b.value, expr.value) for b in owner.bindings[expr.value]]
-            if any(steps) and not all(steps):
-                # `rnn = rnn.to(device)`, `rnn = rnn.cuda()`: the same module moved; the other assignments
-                # say what it is
-                values = [value for value, step in zip(values, steps) if not step]
-            if len(values) > 1 and any(
-                    isinstance(found, cst.Name) and found.value == expr.value
-                    for binding in owner.bindings[expr.value] if binding.value is not None
-                    and not _moves_itself(binding.value, expr.value)
-                    for found in iter_nodes(binding.value, (cst.Name,))):
-                # `rnn = WeightDrop(rnn)`: one module rebuilt in steps, whose last step says what it is,
-                # not alternatives of a type switch
+                values.append(self.rnn_instance(binding.value, owner, depth + 1))
+            if rebuilt and len(values) > 1:
+                # One module rebuilt in steps, whose last step says what it is, not alternatives of a type switch
                 return None
             return _one_of(values)
         return None
@@ -699,12 +693,14 @@ class ModuleModel:
         """What a function returns, position by position (`count` members of a tuple, or 1 for a single
         value): each an RNN (guarded when only some returns are one) or None. None when its returns
         disagree in shape."""
-        # A method's returns may call other methods of the class being collected: per class.
-        key = (node, count, id(self._collecting))
+        # A method's returns may call other methods of the class being collected: per class (a function's
+        # returns do not depend on it).
+        function_scope = self.resolver.scopes[node]
+        is_method = function_scope.parent is not None and function_scope.parent.kind == "class"
+        key = (node, count, id(self._collecting) if is_method else 0)
         if key in self._factory_memo:
             return self._factory_memo[key]
         self._factory_memo[key] = None
-        function_scope = self.resolver.scopes[node]
         returns = [r.value for r in iter_nodes(node.body, (cst.Return,), skip_nested_scopes=True) if r.value is not None]
         per_position: List[List[Optional[_RnnValue]]] = [[] for _ in range(count)]
         for value in returns:

@@ -15,10 +15,11 @@ anything it cannot follow (a closure, a helper that may keep the tensor) counts 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, FrozenSet, Iterable, Optional, Set, Tuple
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 import libcst as cst
 
+from .dataflow import FunctionFlow
 from .modules import call_argument, is_zero_literal, iter_nodes
 from .torch_names import PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE
 from .traversal import children
@@ -55,9 +56,13 @@ _PLUS_INFINITY_FREE = frozenset({"min", "amin"})
 # Matrix products, by function or tensor method (`@` is one too).
 _PRODUCTS = frozenset({"bmm", "matmul", "mm", "einsum", "baddbmm", "addbmm", "tensordot"})
 
-# Concatenations, and what makes the filler that pads a tensor out along time.
+# Concatenations: with a tensor made to be filled in, they pad a tensor out along time.
 _CONCATENATIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
-_FILLED_TENSORS = frozenset({"new_zeros", "new_full", "zeros", "full"})
+# Tensors made to be filled in, by their own name or as a method of a tensor (`x.new_zeros(...)`); those
+# with a fill value (FILLED_CREATORS) take it second.
+_CREATORS = frozenset({"torch.zeros", "torch.full"})
+_CREATOR_METHODS = frozenset({"new_zeros", "new_full"})
+FILLED_CREATORS = frozenset({"full", "new_full"})
 
 # Builtins whose result holds no tensor.
 _NOT_TENSORS = frozenset({"len", "isinstance", "type", "id", "print", "hasattr", "callable", "repr", "str"})
@@ -111,15 +116,17 @@ def where_unpacked_goes(function: cst.FunctionDef, pad_call: cst.Call, time_dim:
     None when unknown; `qualified`: a call's canonical qualified name; `is_repack`: whether a qualified name
     packs (pack_padded_sequence, pack_sequence, PackedSequence); `returns_pair`: the call returns
     (padded, lengths) as pad_packed_sequence does, rather than the padded tensor (pad_sequence)."""
-    walk = _Walk(pad_call, time_dim, padding_free, qualified, is_repack)
+    walk = _Walk(function, pad_call, time_dim, padding_free, qualified, is_repack)
     walk.seed = PAIR if returns_pair else PADDED
     walk.statements(function.body.body if isinstance(function.body, cst.IndentedBlock) else [function.body])
     return walk.escape
 
 
 class _Walk:
-    def __init__(self, pad_call: cst.Call, time_dim: Optional[int], padding_free: FrozenSet[str],
+    def __init__(self, function: cst.FunctionDef, pad_call: cst.Call, time_dim: Optional[int], padding_free: FrozenSet[str],
                  qualified: Callable[[cst.Call], Optional[str]], is_repack: Callable[[Optional[str]], bool]) -> None:
+        self.function = function
+        self._flow: Optional[FunctionFlow] = None  # the function's bindings, made when first needed
         self.pad_call = pad_call
         self.time_dim = time_dim
         self.padding_free = padding_free
@@ -132,9 +139,6 @@ class _Walk:
         # product behind each name holding one.
         self.product = ""
         self.product_of: Dict[str, str] = {}
-        # Each local name's latest assignment so far, in source order: (value, position in a tuple target).
-        self.assigned: Dict[str, Tuple[cst.BaseExpression, Optional[int]]] = {}
-        self.bound: Set[str] = set()  # every name set in the function so far, however
 
     def leave(self, kind: str, node: cst.CSTNode, reduction: str = "", negative_dim: Optional[int] = None,
               found: Optional[str] = None) -> None:
@@ -202,16 +206,11 @@ class _Walk:
             found = self.value(node.value)
             for target in node.targets:
                 self.bind(target.target, found, node)
-                self.note_assignment(target.target, node.value)
         elif kind is cst.AnnAssign:
             if node.value is not None:
                 self.bind(node.target, self.value(node.value), node)
-                self.note_assignment(node.target, node.value)
         elif kind is cst.AugAssign:
             found = self.value(node.value)
-            if isinstance(node.target, cst.Name):
-                self.bound.add(node.target.value)
-                self.assigned.pop(node.target.value, None)  # a new value made from the old one
             if found is not None:
                 held = self.names.get(node.target.value) if isinstance(node.target, cst.Name) else None
                 self.bind(node.target, _padded_of([held, found]), node)
@@ -258,10 +257,6 @@ class _Walk:
     def bind(self, target: cst.CSTNode, found: Optional[str], statement: cst.CSTNode) -> None:
         kind = type(target)
         if kind is cst.Name:
-            # Set here: not an input of the function, and its value is a plain assignment's only if
-            # note_assignment records it next.
-            self.bound.add(target.value)
-            self.assigned.pop(target.value, None)
             if found is None:
                 self.names.pop(target.value, None)
             else:
@@ -398,30 +393,27 @@ class _Walk:
         return None
 
     # -- padding out to an input's length -----------------------------------------------------------
-    def note_assignment(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name):
-            self.assigned[target.value] = (value, None)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for position, element in enumerate(target.elements):
-                if isinstance(element.value, cst.Name):
-                    self.assigned[element.value.value] = (value, position)
+    def flow(self) -> FunctionFlow:
+        if self._flow is None:
+            self._flow = FunctionFlow(self.function)
+        return self._flow
 
     def latest(self, node: cst.BaseExpression) -> cst.BaseExpression:
-        """What a name was last set to (itself when it is not a name set by a plain assignment)."""
+        """What a name read here was last set to by a plain assignment (the node itself otherwise)."""
         for _ in range(3):
-            entry = self.assigned.get(node.value) if isinstance(node, cst.Name) else None
-            if entry is None or entry[1] is not None:
+            site = self.flow().binding_read(node) if isinstance(node, cst.Name) else None
+            if site is None or site.value is None or site.tuple_index is not None:
                 return node
-            node = entry[0]
+            node = site.value
         return node
 
     def measured_length(self, node: cst.BaseExpression) -> Optional[Tuple[str, int]]:
         """(tensor name, dimension) for `x.size(1)`, `x.shape[1]`, or a name set to one of them or unpacked
         from `x.size()` / `x.shape` (`batch, steps = mask.size()`)."""
-        if isinstance(node, cst.Name) and self.assigned.get(node.value, (None, None))[1] is not None:
-            value, position = self.assigned[node.value]
-            whole = _whole_shape_of(value)
-            return (whole, position) if whole is not None else None
+        site = self.flow().binding_read(node) if isinstance(node, cst.Name) else None
+        if site is not None and site.value is not None and site.tuple_index is not None:
+            whole = _whole_shape_of(site.value)
+            return (whole, site.tuple_index) if whole is not None else None
         node = self.latest(node)
         if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size"
                 and isinstance(node.func.value, cst.Name) and len(node.args) == 1):
@@ -443,20 +435,21 @@ class _Walk:
             return False
         padded, filler = (element.value for element in parts.elements)
         made = self.latest(filler)
-        if padded.value not in self.names or not isinstance(made, cst.Call) or not _makes_filled_tensor(made):
+        creator = tensor_creator(made, self.qualified(made)) if isinstance(made, cst.Call) else None
+        if padded.value not in self.names or creator is None:
             return False
-        sizes = [arg.value for arg in made.args if arg.keyword is None]
-        if len(sizes) >= 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
-            sizes = [element.value for element in sizes[0].elements]
+        sizes = creation_sizes(made, creator)
         if len(sizes) <= self.time_dim:
             return False
         steps = self.latest(sizes[self.time_dim])
         if not (isinstance(steps, cst.BinaryOperation) and isinstance(steps.operator, cst.Subtract)):
             return False
         full, own = self.measured_length(steps.left), self.measured_length(steps.right)
-        # The full length is measured on an input: a name the function never sets (a parameter), not a
-        # tensor it builds, which may be as long as this replica's longest sequence.
-        return own == (padded.value, self.time_dim) and full is not None and full[0] not in self.bound
+        # The full length is measured on an input: a name the function has not set by then (a parameter),
+        # not a tensor it builds, which may be as long as this replica's longest sequence.
+        seq = self.flow().seq_of.get(call)
+        return (own == (padded.value, self.time_dim) and full is not None and seq is not None
+                and self.flow().binding_before(full[0], seq) is None)
 
     # -- helpers ------------------------------------------------------------------------------------
     def mentions_tainted(self, node: cst.CSTNode) -> bool:
@@ -476,11 +469,27 @@ def _whole_shape_of(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def _makes_filled_tensor(call: cst.Call) -> bool:
-    """`x.new_zeros(...)`, `x.new_full(...)`, `torch.zeros(...)`, `torch.full(...)` (by the name's last part:
-    the walk does not resolve `torch`)."""
-    return isinstance(call.func, (cst.Attribute, cst.Name)) and (
-        call.func.attr.value if isinstance(call.func, cst.Attribute) else call.func.value) in _FILLED_TENSORS
+def tensor_creator(call: cst.Call, name: Optional[str]) -> Optional[str]:
+    """"zeros", "full", "new_zeros" or "new_full" for a call that makes a tensor to be filled in; `name`:
+    the call's qualified name (None for a tensor's own method)."""
+    if name in _CREATORS:
+        return name.rsplit(".", 1)[-1]
+    func = call.func
+    if name is None and isinstance(func, cst.Attribute) and func.attr.value in _CREATOR_METHODS:
+        return func.attr.value
+    return None
+
+
+def creation_sizes(call: cst.Call, creator: str) -> List[cst.BaseExpression]:
+    """The sizes, dimension by dimension, of the tensor a tensor_creator call makes: given one by one
+    (`x.new_zeros(b, t, d)`) or as a tuple (`torch.zeros((b, t, d))`, `size=`, always for the `full`s);
+    [] when they cannot be read."""
+    positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+    keyword = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "size"), None)
+    if creator in FILLED_CREATORS or len(positional) == 1 or keyword is not None:
+        first = keyword if keyword is not None else (positional[0] if positional else None)
+        return [element.value for element in first.elements] if isinstance(first, (cst.Tuple, cst.List)) else []
+    return positional
 
 
 def _padded(found: str) -> str:
@@ -537,4 +546,5 @@ def _is_scalar(node: cst.BaseExpression) -> bool:
     return False
 
 
-__all__ = ["Escape", "RETURNED", "STORED", "POOLED", "UNFOLLOWED", "where_unpacked_goes"]
+__all__ = ["Escape", "FILLED_CREATORS", "RETURNED", "STORED", "POOLED", "UNFOLLOWED", "creation_sizes", "tensor_creator",
+           "where_unpacked_goes"]

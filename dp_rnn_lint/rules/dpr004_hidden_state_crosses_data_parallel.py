@@ -78,14 +78,14 @@ Put `# noqa: DPR004` on the reported line.
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Set
+from typing import Dict, Iterator, List, Optional, Set
 
 import libcst as cst
 
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow
 from ..analysis.forward_path import ForwardPath, Invocation
-from ..analysis.modules import ModuleClass, call_argument, iter_nodes, returned_parts
+from ..analysis.modules import ModuleClass, RnnSubmodule, call_argument, iter_nodes, returned_parts
 from ..findings import Violation
 from .base import Example, Rule
 
@@ -256,5 +256,6 @@ def _is_hidden_state(node: cst.Name, hidden: Dict[str, List[int]], flow: Functio
                for call_seq in hidden[node.value])
 
 
-def _mixed_list(rnn) -> bool:
+def _mixed_list(rnn: Optional[RnnSubmodule]) -> bool:
+    """A ModuleList only some of whose members (or members in some configurations) are torch RNNs."""
     return rnn is not None and rnn.is_list and rnn.guarded

@@ -87,7 +87,8 @@ from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow
 from ..analysis.modules import call_argument, iter_nodes, literal_time_dimension
 from ..analysis.torch_names import PAD_SEQUENCE, canonical
-from ..analysis.unpacked import POOLED, REPACKS, STORED, padding_free_reductions, where_unpacked_goes
+from ..analysis.unpacked import (FILLED_CREATORS, POOLED, REPACKS, STORED, creation_sizes, padding_free_reductions,
+                                 tensor_creator, where_unpacked_goes)
 from ..findings import Violation
 from .base import Example, Rule
 
@@ -159,7 +160,7 @@ class PadsToReplicaLength(Rule):
                     time_dim = literal_time_dimension(call_argument(call, 1, "batch_first"))
                     padding = call_argument(call, 2, "padding_value")
                 else:
-                    creator = _creator(call, name)
+                    creator = tensor_creator(call, name)
                     if creator is None:
                         continue
                     flow = flow or FunctionFlow(forward)
@@ -170,7 +171,7 @@ class PadsToReplicaLength(Rule):
                     code = analysis.module.code_for_node
                     what = (f"{code(call.func)}(...) in the wrapped forward makes a tensor as long as `{code(size)}`, "
                             "which pads by hand")
-                    padding = call_argument(call, 1, "fill_value") if creator in _FILLED else None
+                    padding = call_argument(call, 1, "fill_value") if creator in FILLED_CREATORS else None
                 escape = where_unpacked_goes(forward, call, time_dim, padding_free_reductions(padding), qualified,
                                              _REPACKS.__contains__, returns_pair=False)
                 if escape is None:
@@ -188,36 +189,14 @@ class PadsToReplicaLength(Rule):
                 yield Violation(self.code, _MESSAGE.format(what=what, how=how, effect=effect, site=site), call)
 
 
-# Tensors made to be filled in, by their own name or as a method of a tensor (`x.new_zeros(...)`); those
-# with a fill value take it second.
-_CREATORS = frozenset({"torch.zeros", "torch.full"})
-_CREATOR_METHODS = frozenset({"new_zeros", "new_full"})
-_FILLED = frozenset({"full", "new_full"})
 _MAXIMA = frozenset({"max", "amax"})
-
-
-def _creator(call: cst.Call, name: Optional[str]) -> Optional[str]:
-    """"zeros", "full", "new_zeros" or "new_full" for a call that makes such a tensor."""
-    if name in _CREATORS:
-        return name.rsplit(".", 1)[-1]
-    func = call.func
-    if name is None and isinstance(func, cst.Attribute) and func.attr.value in _CREATOR_METHODS:
-        return func.attr.value
-    return None
 
 
 def _sized_by_replica_maximum(call: cst.Call, creator: str, flow: FunctionFlow):
     """(position of the size, the size) when one dimension of the new tensor is a maximum taken in
     forward over what the replica was given (`lengths.max()`, `max(lengths)`, or a name bound to one):
     under DataParallel each replica takes its own."""
-    positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
-    keyword = next((arg.value for arg in call.args if arg.keyword is not None and arg.keyword.value == "size"), None)
-    if creator in _FILLED or len(positional) == 1 or keyword is not None:
-        first = keyword if keyword is not None else (positional[0] if positional else None)
-        sizes = [element.value for element in first.elements] if isinstance(first, (cst.Tuple, cst.List)) else []
-    else:
-        sizes = positional
-    for position, size in enumerate(sizes):
+    for position, size in enumerate(creation_sizes(call, creator)):
         if _replica_maximum(size, flow, 0):
             return position, size
     return None
@@ -227,8 +206,7 @@ def _replica_maximum(expr: cst.BaseExpression, flow: FunctionFlow, depth: int) -
     if depth > 6:
         return False
     if isinstance(expr, cst.Name):
-        seq = flow.seq_of.get(expr)
-        site = flow.binding_before(expr.value, seq, expr) if seq is not None else None
+        site = flow.binding_read(expr)
         return site is not None and site.value is not None and site.tuple_index is None and \
             _replica_maximum(site.value, flow, depth + 1)
     if not isinstance(expr, cst.Call):
