@@ -38,6 +38,8 @@ REPO = Path(__file__).resolve().parent.parent
 MANIFEST = REPO / "benchmarks" / "realworld" / "manifest.json"
 RESULTS = REPO / "benchmarks" / "REALWORLD.md"
 WORK = REPO / "benchmarks" / ".corpora" / "realworld"
+# What the tool scored on repositories the first time it met them, before anyone tuned it there.
+FIRST_CONTACT = REPO / "benchmarks" / "realworld" / "first_contact.json"
 SCORED_RULES = ("DPR001", "DPR002", "DPR003", "DPR004", "DPR005", "DPR006", "DPR007", "DPR008")
 # Files a project's linting reads: Python sources and the files that mark its root.
 _MATERIALISED = (".py", ".ipynb", "pyproject.toml", "setup.cfg", "setup.py")
@@ -128,6 +130,9 @@ def materialise(mirrors: Path, repository: dict, work: Path) -> Path:
     return tree
 
 
+UNREADABLE: Dict[str, int] = {}  # tree -> files the linter could not read or parse there
+
+
 def lint(tree: Path) -> Tuple[List[dict], float]:
     """The findings of `dp-rnn-lint .` run from the tree's root, and the run's wall time."""
     started = time.perf_counter()
@@ -135,9 +140,15 @@ def lint(tree: Path) -> Tuple[List[dict], float]:
                            "--exit-zero", "."], cwd=tree, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     elapsed = time.perf_counter() - started
-    if done.returncode != 0:
+    try:
+        findings = json.loads(done.stdout)
+    except ValueError:
+        findings = None
+    # Exit 1 with a findings list: some files could not be read or parsed (Python 2 sources, say), which
+    # the linter reports one line each on stderr; the rest of the tree is still scored.
+    if findings is None or done.returncode not in (0, 1):
         raise SystemExit(f"error: dp-rnn-lint failed in {tree} (exit {done.returncode}):\n{done.stderr}")
-    findings = json.loads(done.stdout)
+    UNREADABLE[str(tree)] = sum(1 for line in done.stderr.splitlines() if line.strip())
     for finding in findings:
         finding["path"] = finding["path"].replace(os.sep, "/")
     return findings, elapsed
@@ -188,17 +199,24 @@ def check_fixes(tree: Path) -> dict:
     argv = [sys.executable, "-m", "dp_rnn_lint", "--isolated", "--no-cache", "--exit-zero", "--fix", "--unsafe-fixes", "."]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     before = _python_files(copy)
-    subprocess.run(argv, cwd=copy, capture_output=True, env=env, check=True)
+    _fix(argv, copy, env)
     after = _python_files(copy)
     changed = sorted(path for path, data in after.items() if data != before.get(path))
     not_compiling = [path for path in changed if not _compiles(path, after[path])]
-    subprocess.run(argv, cwd=copy, capture_output=True, env=env, check=True)
+    _fix(argv, copy, env)
     again = _python_files(copy)
     changed_again = sorted(path for path, data in again.items() if data != after.get(path))
     left, _ = lint(copy)
     shutil.rmtree(copy)
     return {"changed": changed, "not_compiling": not_compiling, "changed_again": changed_again,
             "left": Counter(finding["code"] for finding in left)}
+
+
+def _fix(argv: List[str], tree: Path, env: Dict[str, str]) -> None:
+    """One `--fix` run; exit 1 only says that some files could not be parsed (they are left as they are)."""
+    done = subprocess.run(argv, cwd=tree, capture_output=True, env=env)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"error: dp-rnn-lint --fix failed in {tree} (exit {done.returncode}):\n{done.stderr.decode()}")
 
 
 def score(manifest: dict, findings_by_repo: Dict[str, List[dict]]) -> dict:
@@ -231,12 +249,76 @@ def score(manifest: dict, findings_by_repo: Dict[str, List[dict]]) -> dict:
     return per_rule
 
 
+def _counts(per_rule: dict) -> Dict[str, Dict[str, int]]:
+    return {rule: {k: len(counts[k]) for k in ("tp", "fp", "fn", "tn")} for rule, counts in per_rule.items()}
+
+
+def _only(manifest: dict, repos: Sequence[str]) -> dict:
+    return {"repositories": [r for r in manifest["repositories"] if r["repo"] in repos],
+            "labels": [label for label in manifest["labels"] if label["repo"] in repos]}
+
+
+def load_first_contact(path: Path = FIRST_CONTACT) -> dict:
+    if not path.exists():
+        return {"format": 1, "records": []}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def first_contact_record(manifest: dict, findings_by_repo: Dict[str, List[dict]], repos: Sequence[str]) -> dict:
+    """The figures of the tool of this checkout on repositories it has never been tuned on."""
+    chosen = _only(manifest, repos)
+    per_rule = score(chosen, {repo: findings_by_repo[repo] for repo in repos})
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "dp_rnn_lint"], capture_output=True,
+                           text=True).stdout.strip()
+    return {"date": datetime.date.today().isoformat(), "tool_commit": commit + ("+changes" if dirty else ""),
+            "repos": list(repos), "labels": len(chosen["labels"]), "per_rule": _counts(per_rule),
+            "missed": [f"{rule} {label['repo']} {location(label)}" for rule, counts in per_rule.items()
+                       for label in counts["fn"]],
+            "false_positives": [f"{rule} {label['repo']} {location(label)}" for rule, counts in per_rule.items()
+                                for label in counts["fp"]]}
+
+
+def first_contact_section(manifest: dict, findings_by_repo: Dict[str, List[dict]], first_contact: dict) -> List[str]:
+    """Each first-contact record beside what the tool of this checkout scores on the same repositories."""
+    records = first_contact.get("records", [])
+    if not records:
+        return []
+    lines = ["", "## First contact", "",
+             "Repositories labelled before the tool was tuned on them ([realworld/first_contact.json](realworld/first_contact.json)"
+             " keeps the figures the tool had then; they are never rewritten). \"now\" is this run on the same labels."]
+    for record in records:
+        repos = [repo for repo in record["repos"] if repo in findings_by_repo]
+        now = _counts(score(_only(manifest, repos), {repo: findings_by_repo[repo] for repo in repos}))
+        lines += ["", f"**{record['date']}**, tool at {record['tool_commit']}: {record['labels']} labels over "
+                  f"{', '.join(record['repos'])}", "",
+                  "| rule | flagged | clean | first contact: right / FP / missed | precision | recall "
+                  "| now: right / FP / missed | precision | recall |", "|---|---|---|---|---|---|---|---|---|"]
+        for rule in SCORED_RULES:
+            then, current = record["per_rule"][rule], now[rule]
+            if not any(then.values()):
+                continue
+            lines.append(f"| {rule} | {then['tp'] + then['fn']} | {then['fp'] + then['tn']} "
+                         f"| {then['tp']} / {then['fp']} / {then['fn']} | {ratio(then['tp'], then['tp'] + then['fp'])} "
+                         f"| {ratio(then['tp'], then['tp'] + then['fn'])} "
+                         f"| {current['tp']} / {current['fp']} / {current['fn']} "
+                         f"| {ratio(current['tp'], current['tp'] + current['fp'])} "
+                         f"| {ratio(current['tp'], current['tp'] + current['fn'])} |")
+        if record["missed"] or record["false_positives"]:
+            lines += ["", "Wrong at first contact: " + "; ".join(
+                [f"missed {item}" for item in record["missed"]] + [f"false positive {item}" for item in
+                                                                    record["false_positives"]]) + "."]
+    return lines
+
+
 def ratio(part: int, whole: int) -> str:
     return f"{part / whole:.2f}" if whole else "n/a"
 
 
 def report(manifest: dict, per_rule: dict, timings: Dict[str, float], mirrors_note: str,
-           fixes: Dict[str, dict], findings_by_repo: Dict[str, List[dict]]) -> str:
+           fixes: Dict[str, dict], findings_by_repo: Dict[str, List[dict]], unreadable: Dict[str, int],
+           first_contact: dict) -> str:
     labels = manifest["labels"]
     repos = sorted({label["repo"] for label in labels})
     lines = ["# The real-world corpus: results", "",
@@ -253,17 +335,18 @@ def report(manifest: dict, per_rule: dict, timings: Dict[str, float], mirrors_no
         tp, fp, fn, tn = (len(counts[k]) for k in ("tp", "fp", "fn", "tn"))
         lines.append(f"| {rule} | {tp + fp + fn + tn} | {tp + fn} | {fp + tn} | {tp} | {fp} | {fn} | "
                      f"{ratio(tp, tp + fp)} | {ratio(tp, tp + fn)} | {counts['fixable']} of {tp} |")
+    lines += first_contact_section(manifest, findings_by_repo, first_contact)
     lines += ["", "## Per repository", "",
-              "| repository | commit | labels | lint time (s) | files `--fix` changed | of them not compiling "
-              "| changed by a second `--fix` | findings left after `--fix` (of all findings) |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| repository | commit | labels | lint time (s) | files not parsed | files `--fix` changed "
+              "| of them not compiling | changed by a second `--fix` | findings left after `--fix` (of all findings) |",
+              "|---|---|---|---|---|---|---|---|---|"]
     counts_by_repo = Counter(label["repo"] for label in labels)
     for repository in manifest["repositories"]:
         repo = repository["repo"]
         fixed = fixes[repo]
         left = ", ".join(f"{code} {count}" for code, count in sorted(fixed["left"].items())) or "none"
         lines.append(f"| {repo} | {repository['commit'][:12]} | {counts_by_repo[repo]} | {timings.get(repo, 0):.2f} "
-                     f"| {len(fixed['changed'])} | {len(fixed['not_compiling'])} | {len(fixed['changed_again'])} "
+                     f"| {unreadable.get(repo, 0)} | {len(fixed['changed'])} | {len(fixed['not_compiling'])} | {len(fixed['changed_again'])} "
                      f"| {left} (of {len(findings_by_repo[repo])}) |")
     problems = [(repo, kind, path) for repo, fixed in fixes.items()
                 for kind in ("not_compiling", "changed_again") for path in fixed[kind]]
@@ -312,8 +395,27 @@ def main(argv: Sequence[str] = None) -> int:
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--work", type=Path, default=WORK, help="where the trees are materialised (reused)")
     parser.add_argument("--no-write", action="store_true", help="print the report instead of writing it")
+    parser.add_argument("--record-first-contact", action="store_true",
+                        help="score only the repositories marked `first_contact` that have no record yet, with the "
+                             "tool of this checkout, and add their figures to realworld/first_contact.json")
     args = parser.parse_args(argv)
     manifest = load_manifest(args.manifest)
+    first_contact = load_first_contact()
+    if args.record_first_contact:
+        recorded = {repo for record in first_contact["records"] for repo in record["repos"]}
+        repos = [r["repo"] for r in manifest["repositories"] if r.get("first_contact") and r["repo"] not in recorded]
+        if not repos:
+            raise SystemExit("error: no repository is marked first_contact without a record")
+        findings = {}
+        for repository in manifest["repositories"]:
+            if repository["repo"] in repos:
+                findings[repository["repo"]], _ = lint(materialise(args.mirrors, repository, args.work))
+        record = first_contact_record(manifest, findings, repos)
+        first_contact["records"].append(record)
+        if not args.no_write:
+            FIRST_CONTACT.write_text(json.dumps(first_contact, indent=1) + "\n", encoding="utf-8")
+        log(json.dumps(record, indent=1))
+        return 0
     findings_by_repo: Dict[str, List[dict]] = {}
     timings: Dict[str, float] = {}
     fixes: Dict[str, dict] = {}
@@ -324,8 +426,10 @@ def main(argv: Sequence[str] = None) -> int:
         log(f"{repository['repo']}: {len(findings_by_repo[repository['repo']])} findings "
             f"in {timings[repository['repo']]:.2f} s; --fix changed {len(fixes[repository['repo']]['changed'])} files")
     per_rule = score(manifest, findings_by_repo)
+    unreadable = {repository["repo"]: UNREADABLE.get(str(materialise(args.mirrors, repository, args.work)), 0)
+                  for repository in manifest["repositories"]}
     text = report(manifest, per_rule, timings, f"dp-rnn-lint from this checkout, {len(manifest['repositories'])} trees",
-                  fixes, findings_by_repo)
+                  fixes, findings_by_repo, unreadable, first_contact)
     if args.no_write:
         sys.stdout.write(text)
     else:
