@@ -98,12 +98,12 @@ def worth_a_look(source: bytes, selection: Selection) -> bool:
     return may_contain_candidates(source) or (registry.screen_needs(selection.codes()).rnn_class and may_inherit_text(source))
 
 
-def _violations(module: cst.Module, path: str, rules: Sequence[Rule],
-                context: FileContext) -> Tuple[List[Violation], FileAnalysis]:
+def _violations(module: cst.Module, path: str, rules: Sequence[Rule], context: FileContext,
+                tree: Optional[ast.Module] = None) -> Tuple[List[Violation], FileAnalysis]:
     from .analysis import FileAnalysis
 
     module_name, is_package = module_name_for(path) if path else (None, False)
-    analysis = FileAnalysis(module, module_name, is_package, context)
+    analysis = FileAnalysis(module, module_name, is_package, context, path=path, tree=tree)
     found: List[Violation] = []
     for rule in rules:
         found.extend(rule.check(analysis))
@@ -128,7 +128,7 @@ def _locate(module: cst.Module, path: str, violations: Sequence[Violation], call
     seen = set()
     for violation in violations:
         line, col, end_line, end_col = spans[violation.node]
-        key = (line, col, violation.code)
+        key = (line, col, violation.code, violation.subject)
         if key in seen:
             continue  # the same call reported through two classes sharing a method
         seen.add(key)
@@ -143,7 +143,7 @@ def _analysed(module: cst.Module, path: str, rules: Sequence[Rule], tree: Option
     """Located findings; an unexpected failure of the analysis becomes a per-file problem, not a crash.
     `tree` is Python's tree of `text`, the module's code, when there is one (it places the findings)."""
     try:
-        violations, analysis = _violations(module, path, rules, context)
+        violations, analysis = _violations(module, path, rules, context, tree)
         return _locate(module, path, violations, analysis.resolver.calls, tree, text)
     except RecursionError as error:
         raise FileProblem("cannot analyse: nested too deeply") from error

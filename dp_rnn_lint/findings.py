@@ -101,6 +101,9 @@ class Violation:
     message: str
     node: cst.CSTNode
     fix: Optional[Fix] = None
+    # What the finding is about at that node (`self.lstm`): two RNNs run at one call are two findings,
+    # one RNN reported through two classes sharing the method is one.
+    subject: str = ""
 
 
 @dataclass(frozen=True)

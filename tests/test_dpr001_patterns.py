@@ -71,7 +71,6 @@ def test_rnn_spellings_are_found(imports, build):
         ("", "self.rnn = getattr(nn, 'Linear')(4, 4)"),
         ("", "self.rnn = getattr(nn, activation)()"),
         ("", "kind = 'Linear'\n        self.rnn = getattr(nn, kind)(4, 4)"),
-        ("", "self.rnn = nn.LSTM(4, 4) if x else nn.Linear(4, 4)"),
         ("class LSTM(nn.Module):\n    pass", "self.rnn = LSTM(4, 4)"),
         ("from mylib.layers import LSTM", "self.rnn = LSTM(4, 4)"),
         ("", "nn = make_namespace()\n        self.rnn = nn.LSTM(4, 4)"),
@@ -443,10 +442,21 @@ def test_a_class_table_read_with_get_and_a_list_grown_with_plus_equals_hold_rnns
 def test_a_table_of_other_modules_read_with_get_and_a_list_of_linear_layers_are_clean():
     source = TABLE_AND_STEPS.format(build="{'relu': nn.ReLU}.get(kind, nn.Tanh)()", layer="nn.Linear(4, 4)")
     assert findings(source) == []
-    # A table that also holds a cell is not a table of RNNs.
     with_cell = TABLE_AND_STEPS.format(build="self.TYPES.get(kind)(4, 4)", layer="nn.Linear(4, 4)")
     assert findings(with_cell) == [(18, "DPR001")]
-    assert findings(with_cell.replace("nn.GRU}", "nn.GRU, 'cell': nn.GRUCell}")) == []
+
+
+@pytest.mark.parametrize("build", [
+    "self.rnn = nn.LSTM(4, 4) if x else nn.Linear(4, 4)",
+    "self.rnn = {'lstm': nn.LSTM, 'gru': nn.GRU, 'cell': nn.GRUCell}.get(kind)(4, 4)",
+    "if x:\n            self.rnn = nn.GRU(4, 4)\n        else:\n            self.rnn = nn.Identity()",
+])
+def test_a_torch_rnn_in_some_configurations_only_gets_a_guarded_fix(build):
+    # When the configuration picks the LSTM (or GRU), it runs uncompacted on every replica; the other
+    # choices have no flatten_parameters(), so the fix checks first.
+    source = model(build)
+    assert findings(source) == [(len(source.split("self.rnn(x)")[0].splitlines()), "DPR001")]
+    assert "        if isinstance(self.rnn, nn.RNNBase):\n            self.rnn.flatten_parameters()\n" in fixed(source)
 
 
 @pytest.mark.parametrize("imports, build", [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
@@ -10,6 +11,7 @@ import libcst as cst
 from .forward_path import ForwardPath
 from .modules import ModuleClass, ModuleModel
 from .names import NameResolver
+from .evaluator import EvaluatedClasses
 from .project import FileContext
 
 
@@ -21,13 +23,15 @@ class FileAnalysis:
     """
 
     def __init__(self, module: cst.Module, module_name: Optional[str] = None, is_package: bool = False,
-                 context: Optional[FileContext] = None) -> None:
+                 context: Optional[FileContext] = None, path: str = "", tree: Optional[ast.Module] = None) -> None:
         self.module = module
         self.context = context or FileContext()
         self.resolver = NameResolver(module, module_name, is_package)
+        self.evaluated = EvaluatedClasses(path, tree, lambda: module.code)
         known = frozenset(name for name, _ in self.context.wrapped + self.context.direct) | set(self.context.modules)
         self.model = ModuleModel(module, self.resolver, known_modules=known, plain_classes=frozenset(self.context.plain),
-                                 inherited=self._inherited, imported=self._imported, injected=self.context.handed_in)
+                                 inherited=self._inherited, imported=self._imported, injected=self.context.handed_in,
+                                 evaluated=self.evaluated)
         self._paths: Dict[int, ForwardPath] = {}
 
     def _inherited(self, class_qualname: str) -> List[Tuple[ModuleModel, ModuleClass]]:

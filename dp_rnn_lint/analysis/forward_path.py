@@ -8,15 +8,35 @@ told apart: a statement counts as having run once it appears earlier in the sour
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Union
+from typing import Dict, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
-from .modules import ModuleClass, ModuleModel, RnnSubmodule, is_self_attribute, iter_nodes, self_name
+from .modules import ModuleClass, ModuleModel, RnnSubmodule, bind_arguments, is_self_attribute, iter_nodes, self_name
 from .names import Scope
 from .statements import StatementTracker
 from .torch_names import PACK_PADDED_SEQUENCE, PAD_PACKED_SEQUENCE, canonical
 from .traversal import Visitor, walk
+
+
+# Where an event sits among the conditionals of the forward pass (helpers' inside the call site's):
+# (the conditional's id, its arm, whether that arm runs only in eval mode), outermost first.
+Conditions = Tuple[Tuple[int, str, bool], ...]
+
+
+def dominates(earlier: "Union[Invocation, Flatten]", later: "Union[Invocation, Flatten]") -> bool:
+    """Whether `earlier` (before `later` on the path) has run whenever `later` runs. An arm of a conditional
+    is taken to run (the data decides, and the fix goes where the RNN runs), except that the other arm of
+    the same conditional never shares a run with it, and an arm that runs only in eval mode (`if not
+    self.training:`) is not taken for training, which is what DataParallel runs."""
+    inside = {(node, arm) for node, arm, _ in later.conditions}
+    arms_of = {node for node, _, _ in later.conditions}
+    for node, arm, eval_only in earlier.conditions:
+        if (node, arm) in inside:
+            continue
+        if node in arms_of or eval_only:
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -27,6 +47,7 @@ class Invocation:
     call: cst.Call
     method: cst.FunctionDef  # the method (not a nested function) whose body holds the call
     statement: Optional[cst.BaseStatement]  # where a line can go just before the call; None if nowhere safe
+    conditions: Conditions = ()
 
 
 # A flatten_parameters() call on a loop variable over self.modules(): it reaches every RNN.
@@ -38,6 +59,7 @@ class Flatten:
     attr: str  # or EVERY_RNN
     call: cst.Call
     method: cst.FunctionDef
+    conditions: Conditions = ()
 
 
 @dataclass(frozen=True)
@@ -81,15 +103,26 @@ class ForwardPath:
         self.model = model
         self.cls = cls
         self.rnns: Dict[str, RnnSubmodule] = model.rnn_submodules(cls)
-        self._inlined: Set[cst.FunctionDef] = set()
+        self._inlined: Set[tuple] = set()  # (helper, the RNN attributes its call hands it)
         # How each helper on the path was first reached, to follow its parameters back to forward's.
         self.entries: Dict[cst.FunctionDef, HelperEntry] = {}
         found = cls.find_method("forward")
         self.forward: Optional[cst.FunctionDef] = found[0] if found else None
-        self.events: List[Event] = self.walk(found[0], found[1], set()) if found else []
+        # forward itself, or the methods a forward inherited from another file runs here (`self._forward`)
+        self.events: List[Event] = []
+        for method, owner in model.forward_entries(cls):
+            self.events.extend(self.walk(method, owner, set()))
 
-    def walk(self, method: cst.FunctionDef, owner: ModuleClass, active: Set[cst.FunctionDef]) -> List[Event]:
+    def walk(self, method: cst.FunctionDef, owner: ModuleClass, active: Set[cst.FunctionDef],
+             handed: Optional[Dict[str, str]] = None, caller: Optional[tuple] = None,
+             conditions: Conditions = ()) -> List[Event]:
+        """The events of one method; `handed`: its parameters that the call passes an RNN attribute for,
+        run where `caller` (the calling method and the statement holding the call) can compact it first;
+        `conditions`: those of the call that enters the method."""
         walker = _MethodWalker(self, method, owner, active | {method})
+        walker._aliases.update(handed or {})
+        walker.handed, walker.caller = dict(handed or {}), caller
+        walker._conditions = list(conditions)
         walk(method.body, walker)
         return walker.events
 
@@ -116,11 +149,28 @@ class _MethodWalker(Visitor):
         self._loop_aliases: List[Dict[str, str]] = []
         self._aliases: Dict[str, str] = {}
         self._loop_depth = 0
+        self.handed: Dict[str, str] = {}  # parameters the call passed an RNN attribute for
+        self.caller: Optional[tuple] = None  # (method, statement) of that call
+        self._conditions: List[Tuple[int, str, bool]] = []  # the arms around the node being visited
+        self._arms: Dict[int, Tuple[int, str, bool]] = {}  # the arm each branch node starts, until visited
+        self._entered: Set[int] = set()
 
     # -- bookkeeping --------------------------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
         self._statements.enter(node)
         node_type = type(node)
+        if node_type is cst.If or node_type is cst.IfExp:
+            eval_arm = _eval_only_arm(node.test, self.me) if node_type is cst.If else None
+            self._arms[id(node.body)] = (id(node), "body", eval_arm == "body")
+            if node.orelse is not None:
+                self._arms[id(node.orelse)] = (id(node), "else", eval_arm == "else")
+        elif node_type is cst.Try:
+            for position, handler in enumerate(node.handlers):
+                self._arms[id(handler)] = (id(node), f"except {position}", False)
+        arm = self._arms.pop(id(node), None)
+        if arm is not None:
+            self._conditions.append(arm)
+            self._entered.add(id(node))
         if node_type in _FUNCTIONS:
             self._functions.append(node)
             self._scopes.append(self.model.resolver.scopes[node])
@@ -132,6 +182,9 @@ class _MethodWalker(Visitor):
     def on_leave(self, original_node: cst.CSTNode) -> None:
         super().on_leave(original_node)
         self._statements.leave(original_node)
+        if id(original_node) in self._entered:
+            self._entered.discard(id(original_node))
+            self._conditions.pop()
         node_type = type(original_node)
         if node_type in _FUNCTIONS:
             self._functions.pop()
@@ -253,6 +306,10 @@ class _MethodWalker(Visitor):
         # self.lstm(x), self.layers[i](x), layer(x) inside `for layer in self.layers`
         attr = self.rnn_attr(func)
         if attr and attr != EVERY_RNN:
+            if isinstance(func, cst.Name) and self.handed.get(func.value) == attr and self.caller is not None:
+                # An RNN handed to this helper: only the caller names it, so it is compacted there.
+                self.events.append(Invocation(attr, original_node, *self.caller, tuple(self._conditions)))
+                return
             self._invocation(attr, original_node)
             return
         if isinstance(func, cst.Attribute):
@@ -262,7 +319,7 @@ class _MethodWalker(Visitor):
                     # `self.layers[0].flatten_parameters()` flattens one member, not the list; in a loop
                     # over indices it may flatten them all.
                     if not isinstance(func.value, cst.Subscript) or self._loop_depth or len(self._loop_aliases):
-                        self.events.append(Flatten(target_attr, original_node, self.method))
+                        self.events.append(Flatten(target_attr, original_node, self.method, tuple(self._conditions)))
                 elif func.attr.value in ("forward", "__call__") and target_attr != EVERY_RNN:
                     self._invocation(target_attr, original_node)
                 elif func.attr.value == "register_parameter":
@@ -288,7 +345,8 @@ class _MethodWalker(Visitor):
             self.events.append(PackCall(original_node, self._functions[-1], self.method))
 
     def _invocation(self, attr: str, call: cst.Call) -> None:
-        self.events.append(Invocation(attr, call, self.method, self._statements.insertion_point()))
+        self.events.append(Invocation(attr, call, self.method, self._statements.insertion_point(),
+                                      tuple(self._conditions)))
 
     def _is_super_call(self, node: cst.CSTNode) -> bool:
         return (
@@ -303,14 +361,40 @@ class _MethodWalker(Visitor):
         if found is None:
             return
         method, owner = found
-        if method in self.active or method in self.path._inlined:
-            # Recursion, or a helper already spliced in at an earlier call: its first run is what
-            # decides whether flatten_parameters() came before the RNN, and splicing it at every
-            # call would grow exponentially with nested helpers.
+        # `self.run_packed(x, self.lstm)`: inside the helper, calling that parameter runs the LSTM.
+        handed = {param: attr for param, value in bind_arguments(call, method).items()
+                  for attr in [self.rnn_attr(value)] if attr and attr != EVERY_RNN}
+        key = (method, frozenset(handed.items()))
+        if method in self.active or key in self.path._inlined:
+            # Recursion, or a helper already spliced in at an earlier call with the same RNNs: its first
+            # run is what decides whether flatten_parameters() came before the RNN, and splicing it at
+            # every call would grow exponentially with nested helpers.
             return
-        self.path._inlined.add(method)
+        self.path._inlined.add(key)
         self.path.entries.setdefault(method, HelperEntry(call, self.method))
-        self.events.extend(self.path.walk(method, owner, self.active))
+        caller = (self.method, self._statements.insertion_point())
+        self.events.extend(self.path.walk(method, owner, self.active, handed, caller, tuple(self._conditions)))
+
+
+def _eval_only_arm(test: cst.BaseExpression, me: Optional[str]) -> Optional[str]:
+    """Which arm of `if <test>:` runs only in eval mode: "body" for `not self.training` (or `self.training
+    is False`), "else" for `self.training` (or `is True`); None when the test is about something else."""
+    negated = False
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, negated = test.expression, True
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        if isinstance(target.operator, (cst.Is, cst.Equal)) and isinstance(target.comparator, cst.Name) and (
+                target.comparator.value in ("True", "False")):
+            negated = negated != (target.comparator.value == "False")
+            test = test.left
+        elif isinstance(target.operator, (cst.IsNot, cst.NotEqual)) and isinstance(target.comparator, cst.Name) and (
+                target.comparator.value in ("True", "False")):
+            negated = negated != (target.comparator.value == "True")
+            test = test.left
+    if is_self_attribute(test, me) != "training":
+        return None
+    return "body" if negated else "else"
 
 
 def flatten_call_sites(model: ModuleModel, cls: ModuleClass, attr: str) -> List[str]:

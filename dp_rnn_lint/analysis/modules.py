@@ -12,6 +12,8 @@ from .names import ASSIGN, DEF, IMPORT, PARAM, UNPACK, NameResolver, Scope
 from .torch_names import (MODULE_LIST, MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, TORCH_NN, canonical, is_module_base,
                           rnn_kind)
 from .traversal import children
+from .evaluator import EvaluatedClasses
+from .values import describe_kinds
 
 # Words that mark a run-time name as naming an RNN class: getattr(nn, rnn_type), getattr(nn, cell).
 _RNN_WORDS = re.compile(r"rnn|lstm|gru|cell", re.IGNORECASE)
@@ -83,6 +85,28 @@ def self_name(method: cst.FunctionDef) -> Optional[str]:
             return None
     params = list(method.params.posonly_params) + list(method.params.params)
     return params[0].name.value if params else None
+
+
+def bind_arguments(call: cst.Call, function: cst.FunctionDef) -> Dict[str, cst.BaseExpression]:
+    """What a call passes for each parameter of the function it runs, by name (a method's instance
+    parameter is not passed). A parameter after a `*args` or `**kwargs` argument is not bound: what the
+    unpacking holds is unknown."""
+    params = [*function.params.posonly_params, *function.params.params]
+    if self_name(function) is not None:
+        params = params[1:]
+    bound: Dict[str, cst.BaseExpression] = {}
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            if arg.star == "*":
+                position = len(params)  # what follows a *args cannot be placed
+            continue
+        if arg.keyword is not None:
+            bound[arg.keyword.value] = arg.value
+        elif position < len(params):
+            bound[params[position].name.value] = arg.value
+            position += 1
+    return bound
 
 
 def is_self_attribute(node: cst.CSTNode, self_param: Optional[str]) -> Optional[str]:
@@ -190,7 +214,8 @@ class ModuleModel:
                  inherited: Optional[Callable[[str], List[Tuple["ModuleModel", ModuleClass]]]] = None,
                  every_class: bool = False,
                  imported: Optional[Callable[[str], Optional[Tuple["ModuleModel", cst.CSTNode]]]] = None,
-                 injected: Optional[Callable[[str], Dict[str, Tuple[str, str]]]] = None) -> None:
+                 injected: Optional[Callable[[str], Dict[str, Tuple[str, str]]]] = None,
+                 evaluated: Optional[EvaluatedClasses] = None) -> None:
         self.module = module
         self.resolver = resolver
         # The classes a class derives from in other files, with their files' models (the project index
@@ -201,6 +226,9 @@ class ModuleModel:
         # What callers elsewhere hand a class's __init__: {parameter or position: ("class" or "instance", kind)}.
         self._injected = injected or (lambda qualname: {})
         self._every_class = every_class
+        # The project-wide evaluator's answers (imports of every kind, the whole MRO across files, factories in
+        # other modules): a class it proves a module is one, and an RNN it proves an attribute holds counts.
+        self._evaluated = evaluated
         self._self_classes: Optional[Tuple[str, Dict[str, str], Dict[str, str]]] = None
         self._collecting: Optional[ModuleClass] = None  # the class whose attributes are being collected
         # Classes the project index knows are nn.Modules through bases in other files, and those it knows
@@ -215,7 +243,7 @@ class ModuleModel:
         by_node: Dict[cst.ClassDef, ModuleClass] = {}
         undecided: List[ModuleClass] = []
         for node, scope in self._class_scopes.items():
-            module = self._is_module(node)
+            module = self._is_module(node) or (evaluated is not None and evaluated.is_module(self.qualname(node)))
             if module or self._base_unknown(node):
                 cls = ModuleClass(node=node, scope=scope)
                 for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
@@ -256,6 +284,21 @@ class ModuleModel:
                     if binding.kind == DEF and isinstance(binding.node, cst.ClassDef) and binding.node is not node:
                         bases.append(binding.node)
         return bases
+
+    def forward_entries(self, cls: ModuleClass) -> List[Tuple[cst.FunctionDef, "ModuleClass"]]:
+        """Where the forward pass starts in this file: `forward`, or, when a base in another file defines it,
+        the methods of this file that forward runs on self (`self._forward(...)`)."""
+        found = cls.find_method("forward")
+        if found is not None:
+            return [found]
+        if self._evaluated is None or cls.node not in self._class_scopes:
+            return []
+        entries = []
+        for name in self._evaluated.entries_from_elsewhere(self.qualname(cls.node)):
+            hit = cls.find_method(name)
+            if hit is not None:
+                entries.append(hit)
+        return entries
 
     def _inherited_of(self, cls: ModuleClass) -> List[Tuple["ModuleModel", ModuleClass]]:
         return self._inherited(self.qualname(cls.node))
@@ -771,6 +814,11 @@ class ModuleModel:
             for attr, rnn in model.rnn_submodules(base).items():
                 if attr not in assigned and attr not in grown:
                     result.setdefault(attr, rnn)
+        if self._evaluated is not None and cls.node in self._class_scopes:
+            for attr, fact in self._evaluated.rnn_attributes(self.qualname(cls.node)).items():
+                if attr not in result and not fact.guess:
+                    result[attr] = RnnSubmodule(attr, describe_kinds(fact.kinds), is_list=fact.is_list,
+                                                optional=fact.maybe_none and not fact.is_list, guarded=fact.sometimes)
         self._rnn_memo[key] = result
         return result
 

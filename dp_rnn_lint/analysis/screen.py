@@ -90,8 +90,9 @@ def may_have_findings_text(source, needs: ScreenNeeds) -> bool:
     data = source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source
     if any(not seed.in_forward and seed.function.encode() in data for seed in needs.calls):
         return True
-    if b"forward" not in data or _FORWARD_DEF.search(data) is None:
-        return False
+    if (b"forward" not in data or _FORWARD_DEF.search(data) is None) and (
+            not needs.rnn_class or _CLASS_WITH_BASE.search(data) is None):
+        return False  # no forward here, and none a class may inherit from a base of another file
     return (any(all(word.encode() in data for word in seed.words()) for seed in needs.calls)
             or (needs.rnn_class and _RNN_WORD.search(data) is not None))
 
@@ -100,10 +101,13 @@ def may_have_findings(tree: ast.Module, needs: ScreenNeeds) -> bool:
     """False only when nothing the rules need can be in the file."""
     nodes = walk(tree)  # walked once: every check below reads this list
     if not any(isinstance(node, _FUNCTIONS) and node.name == "forward" for node in nodes):
+        # A class on a base of the project may inherit its forward (which runs `self._forward()` here): the
+        # RNN seeds still count. Otherwise only the seeds that may be anywhere do.
+        inherits = needs.rnn_class and any(isinstance(node, ast.ClassDef) and _has_project_base(node) for node in nodes)
         anywhere = frozenset(seed for seed in needs.calls if not seed.in_forward)
-        if not anywhere:
+        if not anywhere and not inherits:
             return False
-        needs = ScreenNeeds(calls=anywhere)  # without a forward, only the seeds that may be anywhere
+        needs = ScreenNeeds(calls=anywhere, rnn_class=inherits)
     torch_nn = _torch_nn_names(nodes)
     # Every name a binding below can mention is among these: where none of a rule's seeds is, no name
     # can lead to one, and the closures need not be built at all.
@@ -225,6 +229,21 @@ def wraps_imported_call(tree: ast.Module, wrappers: FrozenSet[str]) -> bool:
                 imported = _imported_from_outside_torch(nodes) if imported is None else imported
                 if imported.get(root.id):
                     return True
+    return False
+
+
+def _has_project_base(cls: ast.ClassDef) -> bool:
+    """A base other than torch's own classes (`nn.Module`, `torch.nn.Module`): one that may define forward."""
+    for base in cls.bases:
+        root = base.value if isinstance(base, ast.Subscript) else base
+        if isinstance(root, ast.Attribute):
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in ("nn", "torch"):
+                continue
+            return True
+        if isinstance(root, ast.Name) and root.id not in ("object", "Module"):
+            return True
     return False
 
 

@@ -5,8 +5,16 @@ Flags an `nn.RNN`, `nn.LSTM` or `nn.GRU` submodule (or an `nn.ModuleList` of the
 `forward`, or in a method `forward` reaches through `self.method(...)`, without a call to its
 `flatten_parameters()` earlier on that path. The RNN may be built by the class, by a base class in
 any file of the project, by a factory function of any module, or handed to the constructor by callers
-elsewhere in the project (an RNN class, or an RNN instance). Also flags a subclass of `nn.LSTM`,
+elsewhere in the project (an RNN class, or an RNN instance); `nn` may come through a star import, the
+class may be the project's own subclass of `nn.LSTM` (through mixins too), and a class may be chosen
+by `getattr(nn, name)` where `name` holds a string naming one. Also flags a subclass of `nn.LSTM`,
 `nn.GRU` or `nn.RNN` whose `forward` replaces its own weights and then runs `super().forward(...)`.
+
+Each path through `forward` counts: an RNN run in both arms of an `if` is reported in each arm that has
+no compaction before it, a `flatten_parameters()` under `if not self.training:` does not cover training,
+an RNN handed to a helper (`self.run(x, self.lstm)`) is reported where the helper calls it, and when
+`forward` comes from a base class in another file, the methods of the class it runs (`self._forward()`)
+are the forward pass.
 
 ## Why is this bad?
 `nn.DataParallel` replicates the model onto every GPU for every forward pass. A replica's RNN weights
@@ -63,6 +71,8 @@ guarded by `if isinstance(self.<rnn>, nn.RNNBase):`; for an `nn.ModuleList` whos
 RNNs only in some configurations, or only some of them (a custom layer, a weight-drop wrapper), the
 loop's call is guarded the same way, member by member.
 
+An RNN handed to a helper is compacted in the method that hands it over, where it has its name.
+
 No fix is offered when it could not be placed safely: the weights are replaced on the RNN's own line,
 the method is shared with another class of the file whose attribute is not the same kind of RNN, or
 the method's docstring shares its line with code.
@@ -80,7 +90,7 @@ import libcst as cst
 
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import fresh_name, names_used
-from ..analysis.forward_path import EVERY_RNN, Flatten, Invocation, WeightReplacement, flatten_call_sites
+from ..analysis.forward_path import EVERY_RNN, Flatten, Invocation, WeightReplacement, dominates, flatten_call_sites
 from ..analysis.modules import RnnSubmodule, self_name
 from ..analysis.names import IMPORT
 from ..findings import Fix, InsertAtBodyStart, InsertBeforeStatement, Violation
@@ -168,9 +178,7 @@ class FlattenParameters(Rule):
             if not path.rnns:
                 continue
             for attr, rnn in path.rnns.items():
-                violation = self._check_attribute(analysis, cls, path, attr, rnn)
-                if violation is not None:
-                    yield violation
+                yield from self._check_attribute(analysis, cls, path, attr, rnn)
         yield from self._check_rnn_subclasses(analysis)
 
     def _check_rnn_subclasses(self, analysis: FileAnalysis) -> Iterator[Violation]:
@@ -193,15 +201,21 @@ class FlattenParameters(Rule):
             fix = Fix((InsertBeforeStatement(statement, ((0, f"{me}.flatten_parameters()"),)),))
             yield Violation(self.code, message, call, fix)
 
-    def _check_attribute(self, analysis, cls, path, attr: str, rnn: RnnSubmodule) -> Optional[Violation]:
+    def _check_attribute(self, analysis, cls, path, attr: str, rnn: RnnSubmodule) -> Iterator[Violation]:
+        """A finding at each call that runs the RNN first on some path through forward's conditionals with
+        no compaction before it on that path (one fix serves calls of the same method)."""
         events = path.events
-        first = next((i for i, e in enumerate(events) if isinstance(e, Invocation) and e.attr == attr), None)
-        if first is None:
-            return None
-        replaced = [i for i, e in enumerate(events[:first]) if isinstance(e, WeightReplacement) and e.attr == attr]
-        start = replaced[-1] if replaced else -1
-        if any(isinstance(e, Flatten) and e.attr in (attr, EVERY_RNN) for e in events[start + 1:first]):
-            return None
+        for first, event in enumerate(events):
+            if not (isinstance(event, Invocation) and event.attr == attr):
+                continue
+            replaced = [i for i, e in enumerate(events[:first]) if isinstance(e, WeightReplacement) and e.attr == attr]
+            start = replaced[-1] if replaced else -1
+            if any((isinstance(e, Flatten) and e.attr in (attr, EVERY_RNN) or isinstance(e, Invocation) and e.attr == attr)
+                   and dominates(e, event) for e in events[start + 1:first]):
+                continue  # compacted first on every path here, or run before on every path (reported there)
+            yield self._violation(analysis, cls, events, first, attr, rnn, replaced)
+
+    def _violation(self, analysis, cls, events, first: int, attr: str, rnn: RnnSubmodule, replaced) -> Violation:
         invocation: Invocation = events[first]
         replacement = events[replaced[-1]] if replaced else None
         me = self_name(invocation.method) or "self"
@@ -220,14 +234,21 @@ class FlattenParameters(Rule):
         fix = None
         if _same_rnn_in_every_class_sharing(analysis, invocation.method, attr, rnn):
             fix = self._fix(invocation, attr, rnn, me, replacement, _rnn_base_spelling(analysis))
-        return Violation(self.code, message, invocation.call, fix)
+        return Violation(self.code, message, invocation.call, fix, subject=target)
 
     @staticmethod
     def _context(analysis, cls, events, first: int, attr: str, weights_replaced: bool) -> str:
         if weights_replaced:
             return "; its weights are replaced first, so flatten_parameters() must come after that, just before the RNN runs"
-        if any(isinstance(e, Flatten) and e.attr == attr for e in events[first:]):
+        before = [e for e in events[:first] if isinstance(e, Flatten) and e.attr in (attr, EVERY_RNN)]
+        if any(eval_only for e in before for _, _, eval_only in e.conditions):
+            return ("; the flatten_parameters() call before it runs only in eval mode (under a test of self.training), "
+                    "and DataParallel trains in train mode")
+        after = [e for e in events[first:] if isinstance(e, Flatten) and e.attr == attr]
+        if any(dominates(events[first], e) for e in after):
             return "; the flatten_parameters() call on the forward path comes after the RNN has run"
+        if before or after:
+            return "; the flatten_parameters() call on the forward path is in another branch, not on this path"
         sites = flatten_call_sites(analysis.model, cls, attr)
         if "__init__" in sites:
             return "; the call in __init__ runs only once, on the original module, never on the replicas"

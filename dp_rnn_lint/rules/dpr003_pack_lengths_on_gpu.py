@@ -79,7 +79,7 @@ import libcst as cst
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow
 from ..analysis.forward_path import ForwardPath, PackCall
-from ..analysis.modules import call_argument, is_atomic, self_name, string_value
+from ..analysis.modules import bind_arguments, call_argument, is_atomic, self_name, string_value
 from ..analysis.traversal import children
 from ..findings import AppendMethodCall, Fix, Violation
 from .base import Example, Rule
@@ -354,7 +354,7 @@ def _from_parameter(path: ForwardPath, method: cst.FunctionDef, param: Optional[
     entry = path.entries.get(method)
     if entry is None:
         return None
-    argument = _argument_for(entry.call, method, param)
+    argument = bind_arguments(entry.call, method).get(param.name.value)
     if argument is None:
         return None
     return _trace(path, entry.caller, argument, flows, depth + 1, None, tensor_methods)
@@ -396,22 +396,6 @@ def _parameter(method: cst.FunctionDef, name: str) -> Optional[cst.Param]:
     for param in (*params.posonly_params, *params.params, *params.kwonly_params):
         if param.name.value == name:
             return param
-    return None
-
-
-def _argument_for(call: cst.Call, method: cst.FunctionDef, param: cst.Param) -> Optional[cst.BaseExpression]:
-    """What `self.helper(a, b=c)` passes for one of the helper's parameters (self not counted)."""
-    if any(arg.star for arg in call.args):
-        return None
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == param.name.value:
-            return arg.value
-    positional = [arg for arg in call.args if arg.keyword is None]
-    ordered = [*method.params.posonly_params, *method.params.params]
-    if self_name(method) is not None:
-        ordered = ordered[1:]
-    if param in ordered and ordered.index(param) < len(positional):
-        return positional[ordered.index(param)].value
     return None
 
 

@@ -1,0 +1,753 @@
+"""What an expression can be, across the files of a project: one lazy, memoized evaluator.
+
+`Evaluator.values(expr, scope)` answers with a frozenset of typed values (values.py). It follows names
+through scopes, imports (absolute, relative, star, re-exports through a package's `__init__`), class
+bodies and `self.<attr>` assignments over the whole MRO, calls of classes (instances) and of functions
+(the union of what they return), conditionals, containers and their lookups, and `getattr(torch.nn, s)`
+over the strings `s` can be. Files are bound (`binder.py`) when a name first leads into them, from disk,
+once per process while their size and mtime hold. Everything is flow-insensitive: a name is every value
+it is ever bound to in its scope.
+
+On top of it sit the predicates the rules ask: one MRO walk (`mro`), `is_module_class`,
+`rnn_class_kinds`, and `rnn_attributes(path, class)`: which attributes of a module class can hold a
+torch RNN, of which kinds, and whether always.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Union
+
+from .binder import (ASSIGN, DEF, FROM_IMPORT, LOOP, MODULE_IMPORT, PARAM, SELF, Binding, ClassInfo, FileSummary, Scope,
+                     bind_file)
+from .torch_names import MODULE_LIST, MODULE_METHODS_RETURNING_SELF, THIRD_PARTY_MODULE_BASES, canonical, is_module_base
+from .values import (NOTHING, Constant, Container, External, Instance, ProjectClass, ProjectFunction, ProjectModule,
+                     RnnFact, RnnKind, Unknown, Value, Values, Why, external, torch_rnn_kind)
+
+# How many nested evaluations one question may take before its answer is "too deep" (cycles, long chains).
+_MAX_DEPTH = 60
+_BUILTINS = frozenset({"getattr", "dict", "list", "tuple", "set", "super", "isinstance", "len", "range", "zip",
+                       "enumerate", "type", "print", "sorted", "reversed", "setattr", "hasattr", "max", "min"})
+_STRING_METHODS = {"upper": str.upper, "lower": str.lower, "capitalize": str.capitalize, "title": str.title,
+                   "strip": str.strip}
+_RNN_BASE = "torch.nn.RNNBase"
+_TORCH_NN_MODULES = frozenset({"torch.nn", "torch.nn.modules", "torch.nn.modules.rnn"})
+_CONTAINER_CLASSES = {MODULE_LIST: "ModuleList", "torch.nn.ModuleDict": "ModuleDict", "builtins.list": "list",
+                      "builtins.tuple": "tuple", "builtins.set": "set"}
+_ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
+
+# Bound files shared by every evaluator of the process: path -> ((size, mtime_ns), summary or None).
+_BOUND: Dict[str, Tuple[Tuple[int, int], Optional[FileSummary]]] = {}
+
+
+def _bound_from_disk(path: str) -> Optional[FileSummary]:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    version = (status.st_size, status.st_mtime_ns)
+    cached = _BOUND.get(path)
+    if cached is not None and cached[0] == version:
+        return cached[1]
+    summary = None
+    try:
+        with open(path, "rb") as handle:
+            summary = bind_file(path, ast.parse(handle.read(), filename=path))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        summary = None
+    _BOUND[path] = (version, summary)
+    return summary
+
+
+class Evaluator:
+    """Values of expressions across a project's files. `own` binds a file from a tree already parsed (the
+    file being linted, whose text may not be on disk)."""
+
+    def __init__(self, own: Optional[Tuple[str, ast.Module]] = None) -> None:
+        self._own: Dict[str, FileSummary] = {}
+        if own is not None:
+            path, tree = own
+            self._own[os.path.abspath(path)] = bind_file(os.path.abspath(path), tree)
+        self._memo: Dict[tuple, Values] = {}
+        self._mro_memo: Dict[ProjectClass, Tuple[Union[ProjectClass, External], ...]] = {}
+        self._depth = 0
+        self._roots: Dict[str, Tuple[str, ...]] = {}
+        self._comprehensions: Dict[int, Scope] = {}
+
+    # -- files ------------------------------------------------------------------------------------------
+    def summary(self, path: str) -> Optional[FileSummary]:
+        path = os.path.abspath(path)
+        return self._own.get(path) or _bound_from_disk(path)
+
+    def _import_roots(self, folder: str) -> Tuple[str, ...]:
+        """Where an absolute import made in `folder` is looked for: the folder itself (scripts import their
+        neighbours), the folder above its top package, and the project root (and its `src`)."""
+        if folder in self._roots:
+            return self._roots[folder]
+        roots = [folder]
+        top = folder
+        while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
+            top = os.path.dirname(top)
+        roots.append(top)
+        probe = folder
+        while True:
+            if any(os.path.exists(os.path.join(probe, marker)) for marker in _ROOT_MARKERS):
+                roots.extend([probe, os.path.join(probe, "src")])
+                break
+            parent = os.path.dirname(probe)
+            if parent == probe:
+                break
+            probe = parent
+        found = tuple(dict.fromkeys(roots))
+        self._roots[folder] = found
+        return found
+
+    def module_path(self, module: str, level: int, from_path: str) -> Optional[str]:
+        """The project file `import module` (with `level` leading dots) reaches from `from_path`."""
+        parts = [part for part in module.split(".") if part]
+        if level:
+            base = os.path.dirname(from_path)
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            roots: Iterable[str] = (base,)
+        else:
+            roots = self._import_roots(os.path.dirname(from_path))
+        for root in roots:
+            stem = os.path.join(root, *parts)
+            if parts and os.path.isfile(stem + ".py"):
+                return stem + ".py"
+            if os.path.isfile(os.path.join(stem, "__init__.py")):
+                return os.path.join(stem, "__init__.py")
+        return None
+
+    @staticmethod
+    def _absolute(module: str, level: int, from_path: str) -> Optional[str]:
+        if not level:
+            return module
+        return None  # a relative import that reaches no project file: nothing to name it by
+
+    # -- names --------------------------------------------------------------------------------------------
+    def name_values(self, name: str, scope: Scope, receiver: Optional[ProjectClass] = None) -> Values:
+        current: Optional[Scope] = scope
+        first = True
+        while current is not None:
+            if (first or current.kind != "class") and name in current.bindings:
+                bindings = _last_build(name, current.bindings[name]) if current.kind == "function" else \
+                    current.bindings[name]
+                return self._union(self.binding_values(b, current, receiver) for b in bindings)
+            if current.kind == "module":
+                return self._module_name(current.path, name, set())
+            current, first = current.parent, False
+        return frozenset({Unknown(Why.UNRESOLVED)})
+
+    def _module_name(self, path: str, name: str, seen: set) -> Values:
+        """A module-level name of a file: its own binding, one a star import brings, or a builtin.
+        Memoized; a cycle of imports (a re-export of a re-export of itself) sees nothing more."""
+        key = ("module-name", path, name)
+        found = self._memo.get(key)
+        if found is not None:
+            return found
+        if self._depth > _MAX_DEPTH:
+            return frozenset({Unknown(Why.TOO_DEEP)})
+        self._memo[key] = frozenset({Unknown(Why.UNRESOLVED)})
+        self._depth += 1
+        try:
+            found = self._module_name_uncached(path, name, seen)
+        finally:
+            self._depth -= 1
+        self._memo[key] = found
+        return found
+
+    def _module_name_uncached(self, path: str, name: str, seen: set) -> Values:
+        summary = self.summary(path)
+        if summary is None or path in seen:
+            return frozenset({Unknown(Why.UNRESOLVED)})
+        seen.add(path)
+        scope = summary.module_scope
+        if name in scope.bindings:
+            return self._union(self.binding_values(b, scope, None) for b in scope.bindings[name])
+        for module, level in scope.stars:
+            target = self.module_path(module, level, path)
+            if target is not None:
+                exported = self.summary(target)
+                if exported is not None and (name in (exported.exports or ()) or (
+                        exported.exports is None and not name.startswith("_"))):
+                    found = self._module_name(target, name, seen)
+                    if not all(isinstance(value, Unknown) for value in found):
+                        return found
+            elif not level and module.split(".")[0] == "torch":
+                return frozenset({external(f"{module}.{name}")})
+        if name in _BUILTINS:
+            return frozenset({External(f"builtins.{name}")})
+        if name == "None":
+            return frozenset({Constant(None)})
+        return frozenset({Unknown(Why.UNRESOLVED)})
+
+    def binding_values(self, binding: Binding, scope: Scope, receiver: Optional[ProjectClass]) -> Values:
+        kind = binding.kind
+        if kind == MODULE_IMPORT:
+            target = self.module_path(binding.module, 0, scope.path)
+            return frozenset({ProjectModule(target) if target else external(binding.module)})
+        if kind == FROM_IMPORT:
+            return self._imported(binding, scope.path)
+        if kind == DEF:
+            node = binding.value
+            summary = self.summary(scope.path)
+            inner = summary.scope_of(node) if summary is not None else None
+            if inner is None:
+                return frozenset({Unknown(Why.UNRESOLVED)})
+            if isinstance(node, ast.ClassDef):
+                return frozenset({ProjectClass(scope.path, inner.qualname)})
+            return frozenset({ProjectFunction(scope.path, inner.qualname)})
+        if kind == SELF:
+            return frozenset({Instance(receiver or ProjectClass(scope.path, binding.name))})
+        if kind == PARAM:
+            found = {Unknown(Why.PARAMETER)}
+            if binding.value is not None:
+                found |= self.values(binding.value, binding.scope, receiver)
+            return frozenset(found)
+        if kind in (ASSIGN, LOOP):
+            values = self.values(binding.value, binding.scope or scope, receiver)
+            if kind == LOOP:
+                values = self._members(values)
+            for position in binding.positions:
+                values = self._member_at(values, position)
+            if binding.starred:
+                values = frozenset({Container("list", values)})
+            return values
+        return frozenset({Unknown(Why.UNSUPPORTED)})
+
+    def _imported(self, binding: Binding, path: str) -> Values:
+        target = self.module_path(binding.module, binding.level, path)
+        if target is not None:
+            found = self._module_name(target, binding.name, set())
+            if not all(isinstance(value, Unknown) for value in found):
+                return found
+            dotted = f"{binding.module}.{binding.name}" if binding.module else binding.name
+            submodule = self.module_path(dotted, binding.level, path)
+            return frozenset({ProjectModule(submodule)}) if submodule else found
+        if binding.level:
+            submodule = self.module_path(binding.name, binding.level, path) if not binding.module else None
+            return frozenset({ProjectModule(submodule)}) if submodule else frozenset({Unknown(Why.UNRESOLVED)})
+        return frozenset({external(f"{binding.module}.{binding.name}")})
+
+    # -- expressions --------------------------------------------------------------------------------------
+    def values(self, expr: ast.AST, scope: Scope, receiver: Optional[ProjectClass] = None) -> Values:
+        key = (id(expr), receiver)
+        found = self._memo.get(key)
+        if found is not None:
+            return found
+        if self._depth > _MAX_DEPTH:
+            return frozenset({Unknown(Why.TOO_DEEP)})
+        self._memo[key] = NOTHING  # a cycle sees nothing more than the other paths give
+        self._depth += 1
+        try:
+            result = self._evaluate(expr, scope, receiver)
+        finally:
+            self._depth -= 1
+        self._memo[key] = result
+        return result
+
+    def _evaluate(self, expr: ast.AST, scope: Scope, receiver: Optional[ProjectClass]) -> Values:
+        if isinstance(expr, ast.Name):
+            return self.name_values(expr.id, scope, receiver)
+        if isinstance(expr, ast.Attribute):
+            bases = self.values(expr.value, scope, receiver)
+            return self._union(self.attribute(base, expr.attr) for base in bases)
+        if isinstance(expr, ast.Call):
+            return self._call(expr, scope, receiver)
+        if isinstance(expr, ast.IfExp):
+            return self.values(expr.body, scope, receiver) | self.values(expr.orelse, scope, receiver)
+        if isinstance(expr, ast.BoolOp):
+            return self._union(self.values(value, scope, receiver) for value in expr.values)
+        if isinstance(expr, ast.Constant):
+            return frozenset({Constant(expr.value)})
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
+            return frozenset({self._literal(expr, scope, receiver)})
+        if isinstance(expr, ast.Dict):
+            members = self._union(self.values(value, scope, receiver) for value in expr.values)
+            return frozenset({Container("dict", members)})
+        if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return frozenset({Container("list", self.values(expr.elt, self._comprehension(expr, scope), receiver))})
+        if isinstance(expr, ast.DictComp):
+            return frozenset({Container("dict", self.values(expr.value, self._comprehension(expr, scope), receiver))})
+        if isinstance(expr, ast.Subscript):
+            bases = self.values(expr.value, scope, receiver)
+            index = expr.slice.value if isinstance(expr.slice, ast.Constant) else None
+            return self._union(self._member_at(frozenset({base}), index) if isinstance(index, int)
+                               else self._members(frozenset({base})) for base in bases)
+        if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Mult)):
+            sides = self.values(expr.left, scope, receiver) | self.values(expr.right, scope, receiver)
+            containers = [value for value in sides if isinstance(value, Container)]
+            if containers:
+                return frozenset({Container("list", self._members(frozenset(containers)))})
+            return frozenset({Unknown(Why.UNSUPPORTED)})
+        if isinstance(expr, (ast.Starred, ast.NamedExpr)):
+            return self.values(expr.value, scope, receiver)
+        if isinstance(expr, ast.JoinedStr):
+            return frozenset({Unknown(Why.RUNTIME_STRING)})
+        return frozenset({Unknown(Why.UNSUPPORTED)})
+
+    def _literal(self, expr: Union[ast.List, ast.Tuple, ast.Set], scope: Scope,
+                 receiver: Optional[ProjectClass]) -> Container:
+        kind = {ast.List: "list", ast.Tuple: "tuple", ast.Set: "set"}[type(expr)]
+        positions = [self.values(element, scope, receiver) for element in expr.elts]
+        starred = any(isinstance(element, ast.Starred) for element in expr.elts)
+        members = self._union(self._members(found) if isinstance(element, ast.Starred) else found
+                              for element, found in zip(expr.elts, positions))
+        return Container(kind, members, None if starred else tuple(positions))
+
+    def _comprehension(self, expr: ast.AST, scope: Scope) -> Scope:
+        """A scope for a comprehension's element: its loop names bound to members of what they loop over."""
+        inner = self._comprehensions.get(id(expr))
+        if inner is None:
+            inner = Scope("function", expr, scope, scope.qualname, path=scope.path)
+            for generator in expr.generators:
+                self._bind_loop(generator.target, generator.iter, inner, ())
+            self._comprehensions[id(expr)] = inner
+        return inner
+
+    def _bind_loop(self, target: ast.AST, iterable: ast.AST, scope: Scope, positions: Tuple[int, ...]) -> None:
+        if isinstance(target, ast.Name):
+            scope.bind(target.id, Binding(LOOP, value=iterable, scope=scope.parent, positions=positions))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for index, element in enumerate(target.elts):
+                self._bind_loop(element, iterable, scope, positions + (index,))
+
+    # -- members of containers ------------------------------------------------------------------------
+    @staticmethod
+    def _members(values: Values) -> Values:
+        found = set()
+        for value in values:
+            if isinstance(value, Container):
+                found |= value.members
+            else:
+                found.add(Unknown(Why.UNSUPPORTED))
+        return frozenset(found)
+
+    def _member_at(self, values: Values, position: int) -> Values:
+        found = set()
+        for value in values:
+            if isinstance(value, Container) and value.positions is not None and -len(value.positions) <= position < len(
+                    value.positions):
+                found |= value.positions[position]
+            elif isinstance(value, Container):
+                found |= value.members
+            else:
+                found.add(Unknown(Why.UNSUPPORTED))
+        return frozenset(found)
+
+    # -- attributes -------------------------------------------------------------------------------------
+    def attribute(self, base: Value, attr: str) -> Values:
+        if isinstance(base, External):
+            return frozenset({external(f"{base.qualname}.{attr}", base.guess)})
+        if isinstance(base, ProjectModule):
+            found = self._module_name(base.path, attr, set())
+            if all(isinstance(value, Unknown) for value in found):
+                folder = os.path.dirname(base.path) if base.path.endswith("__init__.py") else None
+                if folder is not None:
+                    submodule = self.module_path(attr, 1, os.path.join(folder, "__init__.py"))
+                    if submodule is not None:
+                        return frozenset({ProjectModule(submodule)})
+            return found
+        if isinstance(base, ProjectClass):
+            return self._class_attribute(base, attr, None)
+        if isinstance(base, Instance) and isinstance(base.of, ProjectClass):
+            return self.instance_attribute(base.of, attr)
+        return frozenset({Unknown(Why.UNSUPPORTED)})
+
+    def _class_attribute(self, cls: ProjectClass, attr: str, receiver: Optional[ProjectClass]) -> Values:
+        for owner in self.mro(cls):
+            if not isinstance(owner, ProjectClass):
+                continue
+            info = self.class_info(owner)
+            if info is None:
+                continue
+            if attr in info.methods:
+                return frozenset({ProjectFunction(owner.path, f"{owner.qualname}.{attr}", receiver)})
+            if attr in info.body.bindings:
+                return self._union(self.binding_values(b, info.body, receiver) for b in info.body.bindings[attr])
+        return frozenset({Unknown(Why.UNRESOLVED)})
+
+    def instance_attribute(self, cls: ProjectClass, attr: str) -> Values:
+        """`self.<attr>` of an instance of `cls`: every value any method of its MRO assigns to it (with
+        `self` the instance), what is added to it as a list, and class-level values and methods."""
+        found = set(self.assigned_values(cls, attr))
+        if not found:
+            return self._class_attribute(cls, attr, cls)
+        return frozenset(found)
+
+    def assigned_values(self, cls: ProjectClass, attr: str) -> Values:
+        found = set()
+        grown = set()
+        for owner in self.mro(cls):
+            info = self.class_info(owner) if isinstance(owner, ProjectClass) else None
+            if info is None:
+                continue
+            for value, scope, positions in info.self_assigned.get(attr, ()):
+                values = self.values(value, scope, cls)
+                for position in positions:
+                    values = self._member_at(values, position)
+                found |= values
+            for value, how, scope in info.self_grown.get(attr, ()):
+                added = self.values(value, scope, cls)
+                grown |= self._members(added) if how == "extend" else added
+        if grown:
+            found = {Container(v.kind, v.members | grown, None) if isinstance(v, Container) else v for v in found}
+        return frozenset(found)
+
+    # -- calls ------------------------------------------------------------------------------------------
+    def _call(self, call: ast.Call, scope: Scope, receiver: Optional[ProjectClass]) -> Values:
+        func = call.func
+        if isinstance(func, ast.Attribute):
+            bases = self.values(func.value, scope, receiver)
+            method = func.attr
+            if method in MODULE_METHODS_RETURNING_SELF and any(isinstance(base, (Instance, Container)) for base in bases):
+                return frozenset(base for base in bases if isinstance(base, (Instance, Container))) or bases
+            if method in _STRING_METHODS and any(isinstance(base, Constant) for base in bases):
+                return frozenset(Constant(_STRING_METHODS[method](base.value))
+                                 if isinstance(base, Constant) and isinstance(base.value, str)
+                                 else Unknown(Why.RUNTIME_STRING) for base in bases)
+            if method == "get" and call.args and any(isinstance(base, Container) for base in bases):
+                found = self._members(frozenset(base for base in bases if isinstance(base, Container)))
+                if len(call.args) > 1:
+                    found |= self.values(call.args[1], scope, receiver)
+                return found
+            if method == "values" and any(isinstance(base, Container) for base in bases):
+                return frozenset({Container("list", self._members(bases))})
+            functions = self._union(self.attribute(base, method) for base in bases)
+        else:
+            functions = self.values(func, scope, receiver)
+        return self._union(self._call_of(function, call, scope, receiver) for function in functions)
+
+    def _call_of(self, function: Value, call: ast.Call, scope: Scope, receiver: Optional[ProjectClass]) -> Values:
+        if isinstance(function, ProjectClass):
+            return frozenset({Instance(function)})
+        if isinstance(function, ProjectFunction):
+            return self.returned(function)
+        if isinstance(function, External):
+            qualname = function.qualname
+            if qualname == "builtins.getattr":
+                return self._getattr(call, scope, receiver)
+            if qualname == "builtins.dict":
+                members = self._union(self.values(k.value, scope, receiver) for k in call.keywords)
+                return frozenset({Container("dict", members)})
+            if canonical(qualname) in _CONTAINER_CLASSES:
+                qualname = canonical(qualname)
+                members = self._members(self.values(call.args[0], scope, receiver)) if call.args else NOTHING
+                if call.args and isinstance(call.args[0], ast.Dict):
+                    members = self._members(self.values(call.args[0], scope, receiver))
+                return frozenset({Container(_CONTAINER_CLASSES[qualname], members)})
+            if qualname.rsplit(".", 1)[-1][:1].isupper():
+                return frozenset({Instance(function)})
+            return frozenset({Unknown(Why.EXTERNAL_CALL)})
+        return frozenset({Unknown(Why.UNSUPPORTED)})
+
+    def returned(self, function: ProjectFunction) -> Values:
+        """The union of what a function returns (a method's, with `self` its receiver's instance)."""
+        summary = self.summary(function.path)
+        if summary is None:
+            return frozenset({Unknown(Why.UNRESOLVED)})
+        scope = summary.functions.get(function.qualname)
+        if scope is None:
+            owner, _, name = function.qualname.rpartition(".")
+            info = summary.classes.get(owner)
+            node = info.methods.get(name) if info is not None else None
+            scope = summary.scope_of(node) if node is not None else None
+        if scope is None:
+            return frozenset({Unknown(Why.UNRESOLVED)})
+        if function.receiver is not None and scope.owner_class is not None:
+            # `self.build()` runs the receiver's override, if it has one
+            override = self._class_attribute(function.receiver, function.qualname.rpartition(".")[2], function.receiver)
+            chosen = [value for value in override if isinstance(value, ProjectFunction)]
+            if chosen and chosen[0].qualname != function.qualname:
+                return self.returned(chosen[0])
+        if not scope.returns:
+            return frozenset({Constant(None)})
+        return self._union(self.values(value, scope, function.receiver) for value in scope.returns)
+
+    def _getattr(self, call: ast.Call, scope: Scope, receiver: Optional[ProjectClass]) -> Values:
+        """getattr(torch.nn, s): the torch classes the strings `s` can be; a string known only at run time
+        may name any of torch's RNN classes (a guess, marked so), unless its literal parts say it is a cell."""
+        if len(call.args) < 2:
+            return frozenset({Unknown(Why.UNSUPPORTED)})
+        owners = self.values(call.args[0], scope, receiver)
+        name = call.args[1]
+        names = self.values(name, scope, receiver)
+        found = set()
+        for owner in owners:
+            for value in names:
+                if isinstance(value, Constant) and isinstance(value.value, str):
+                    found |= self.attribute(owner, value.value)
+                elif isinstance(owner, External) and owner.qualname in _TORCH_NN_MODULES:
+                    literal = "".join(v.value for v in getattr(name, "values", ()) if isinstance(v, ast.Constant))
+                    if "Cell" not in literal:
+                        found |= {External(f"torch.nn.{kind.value}", guess=True) for kind in RnnKind}
+                else:
+                    found.add(Unknown(Why.RUNTIME_STRING))
+        if len(call.args) > 2:
+            found |= self.values(call.args[2], scope, receiver)
+        return frozenset(found)
+
+    # -- classes ----------------------------------------------------------------------------------------
+    def class_info(self, cls: ProjectClass) -> Optional[ClassInfo]:
+        summary = self.summary(cls.path)
+        return summary.classes.get(cls.qualname) if summary is not None else None
+
+    def mro(self, cls: ProjectClass) -> Tuple[Union[ProjectClass, External], ...]:
+        """The class and its ancestors, depth first and left to right, each once (the one base-class walk
+        every question about bases is asked on)."""
+        if cls in self._mro_memo:
+            return self._mro_memo[cls]
+        self._mro_memo[cls] = (cls,)  # a cycle stops here
+        order: List[Union[ProjectClass, External]] = [cls]
+        info = self.class_info(cls)
+        for base in info.node.bases if info is not None else ():
+            target = base.value if isinstance(base, ast.Subscript) else base
+            for value in self.values(target, info.outer):
+                ancestors = self.mro(value) if isinstance(value, ProjectClass) else (
+                    (value,) if isinstance(value, External) else ())
+                order.extend(ancestor for ancestor in ancestors if ancestor not in order)
+        result = tuple(order)
+        self._mro_memo[cls] = result
+        return result
+
+    def is_module_class(self, cls: ProjectClass) -> bool:
+        return any(isinstance(owner, External) and (is_module_base(owner.qualname)
+                                                    or canonical(owner.qualname) in THIRD_PARTY_MODULE_BASES)
+                   for owner in self.mro(cls))
+
+    def rnn_class_kinds(self, cls: Union[ProjectClass, External]) -> FrozenSet[RnnKind]:
+        """The torch RNN kinds a class is (a subclass of nn.LSTM is an LSTM; of nn.RNNBase, any)."""
+        if isinstance(cls, External):
+            kind = torch_rnn_kind(cls)
+            if kind is not None:
+                return frozenset({kind})
+            return frozenset(RnnKind) if canonical(cls.qualname) == _RNN_BASE else frozenset()
+        kinds = set()
+        for owner in self.mro(cls)[1:]:
+            if isinstance(owner, External):
+                kinds |= self.rnn_class_kinds(owner)
+        if RnnKind.LSTM in kinds or RnnKind.GRU in kinds or RnnKind.RNN in kinds:
+            specific = {kind for owner in self.mro(cls)[1:] if isinstance(owner, External)
+                        for kind in ([torch_rnn_kind(owner)] if torch_rnn_kind(owner) else [])}
+            if specific:
+                kinds = specific
+        return frozenset(kinds)
+
+    def handles_own_weights(self, cls: ProjectClass) -> bool:
+        """A project RNN class whose own forward compacts its weights, or replaces them (weight drop, where
+        the compaction belongs in that forward, and is reported there): nothing for its users to add."""
+        for owner in self.mro(cls):
+            info = self.class_info(owner) if isinstance(owner, ProjectClass) else None
+            forward = info.methods.get("forward") if info is not None else None
+            if forward is None:
+                continue
+            me = forward.args.args[0].arg if forward.args.args else None
+            for node in ast.walk(forward):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr == "flatten_parameters" and isinstance(node.func.value, ast.Name)):
+                    return True
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and (
+                        node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == me):
+                    return True
+                if isinstance(node, ast.Assign) and any(_own_weight(target, me) for target in node.targets):
+                    return True
+            return False
+        return False
+
+    def find_method(self, cls: ProjectClass, name: str) -> Optional[Tuple[ProjectClass, ast.AST]]:
+        """The class of the MRO whose body defines a method, and the method."""
+        for owner in self.mro(cls):
+            info = self.class_info(owner) if isinstance(owner, ProjectClass) else None
+            if info is not None and name in info.methods:
+                return owner, info.methods[name]
+        return None
+
+    def entries_from_elsewhere(self, cls: ProjectClass) -> List[str]:
+        """When `forward` comes from a base in another file: the methods it runs on `self` (through any number
+        of that file's methods) that the class's own file defines, in the order they are first called. They
+        are where the class's forward pass starts in its own file (`forward` dispatching to `_forward`)."""
+        found = self.find_method(cls, "forward")
+        if found is None or found[0].path == cls.path:
+            return []
+        entries: List[str] = []
+        seen = set()
+        pending = [found[1]]
+        while pending:
+            method = pending.pop(0)
+            me = method.args.args[0].arg if method.args.args else None
+            calls = sorted((node for node in ast.walk(method) if isinstance(node, ast.Call)),
+                           key=lambda node: (node.lineno, node.col_offset))
+            for call in calls:
+                func = call.func
+                if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == me):
+                    continue
+                if func.attr in seen:
+                    continue
+                seen.add(func.attr)
+                target = self.find_method(cls, func.attr)
+                if target is None:
+                    continue
+                if target[0].path == cls.path:
+                    entries.append(func.attr)
+                elif len(seen) < 50:
+                    pending.append(target[1])
+        return entries
+
+    # -- which attributes hold torch RNNs -----------------------------------------------------------------
+    def rnn_kinds_of(self, value: Value) -> FrozenSet[RnnKind]:
+        """The RNN kinds an instance value is, when it is a torch RNN that needs compacting by its user."""
+        if not isinstance(value, Instance):
+            return frozenset()
+        if isinstance(value.of, ProjectClass) and self.handles_own_weights(value.of):
+            return frozenset()
+        return self.rnn_class_kinds(value.of)
+
+    def rnn_fact(self, values: Values) -> Optional[RnnFact]:
+        """What a set of values says about RNNs: None when none of them is a torch RNN."""
+        kinds, certain, other, maybe_none, is_list, reasons = set(), set(), False, False, False, set()
+        for value in values:
+            if isinstance(value, Container) and value.kind in ("list", "tuple", "ModuleList"):
+                for member in value.members:
+                    found = self.rnn_kinds_of(member)
+                    kinds |= found
+                    if found and not (isinstance(member.of, External) and member.of.guess):
+                        certain |= found
+                    other = other or not found or (isinstance(member.of, External) and member.of.guess)
+                    is_list = is_list or bool(found)
+                continue
+            found = self.rnn_kinds_of(value)
+            if found:
+                kinds |= found
+                if isinstance(value.of, External) and value.of.guess:
+                    other = True  # a run-time string may name something else too
+                else:
+                    certain |= found
+            elif value == Constant(None):
+                maybe_none = True
+            else:
+                other = True
+                if isinstance(value, Unknown):
+                    reasons.add(value.why)
+        if not kinds:
+            return None
+        # Kinds known for certain on some path are the fact; a guess alone (no string the code holds names an
+        # RNN) is marked, and the rules decide whether to act on it.
+        return RnnFact(frozenset(certain or kinds), sometimes=other, is_list=is_list, guess=not certain,
+                       maybe_none=maybe_none, reasons=frozenset(reasons))
+
+    def rnn_attributes(self, path: str, qualname: str) -> Dict[str, RnnFact]:
+        """The attributes of a class that can hold a torch RNN (or a list of them), with what they hold."""
+        cls = ProjectClass(os.path.abspath(path), qualname)
+        attrs = set()
+        for owner in self.mro(cls):
+            info = self.class_info(owner) if isinstance(owner, ProjectClass) else None
+            if info is not None:
+                attrs |= set(info.self_assigned) | set(info.self_grown)
+        facts = {}
+        for attr in sorted(attrs):
+            fact = self.rnn_fact(self.assigned_values(cls, attr))
+            if fact is not None:
+                facts[attr] = fact
+        return facts
+
+    def module_classes(self, path: str) -> List[str]:
+        summary = self.summary(path)
+        if summary is None:
+            return []
+        return [name for name in summary.classes if self.is_module_class(ProjectClass(summary.path, name))]
+
+    @staticmethod
+    def _union(groups: Iterable[Values]) -> Values:
+        found = set()
+        for group in groups:
+            found |= group
+        return frozenset(found)
+
+
+class EvaluatedClasses:
+    """The evaluator's answers about the classes of the file being linted, made on first question (most
+    files never ask). `source` gives the file's text when no tree was parsed for it already."""
+
+    def __init__(self, path: str, tree: Optional[ast.Module], source: Callable[[], str]) -> None:
+        self._path = os.path.abspath(path) if path else os.path.abspath("<source>.py")
+        self._tree = tree
+        self._source = source
+        self._evaluator: Optional[Evaluator] = None
+
+    @property
+    def evaluator(self) -> Evaluator:
+        if self._evaluator is None:
+            tree = self._tree if self._tree is not None else ast.parse(self._source())
+            self._evaluator = Evaluator(own=(self._path, tree))
+        return self._evaluator
+
+    # The per-file model already stands on its own: where the evaluator runs out of stack (code nested
+    # past what Python's recursion allows), the file is analysed without its answers rather than lost.
+    def is_module(self, qualname: str) -> bool:
+        try:
+            return self.evaluator.is_module_class(ProjectClass(self._path, qualname))
+        except RecursionError:
+            return False
+
+    def rnn_attributes(self, qualname: str) -> Dict[str, RnnFact]:
+        try:
+            return self.evaluator.rnn_attributes(self._path, qualname)
+        except RecursionError:
+            return {}
+
+    def entries_from_elsewhere(self, qualname: str) -> List[str]:
+        try:
+            return self.evaluator.entries_from_elsewhere(ProjectClass(self._path, qualname))
+        except RecursionError:
+            return []
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    return any(isinstance(inner, ast.Name) and inner.id == name for inner in ast.walk(node))
+
+
+def _moves_itself(value: ast.AST, name: str) -> bool:
+    """`rnn = rnn.to(device)`: the same module, moved or cast."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
+            value.func.attr in MODULE_METHODS_RETURNING_SELF):
+        value = value.func.value
+    return isinstance(value, ast.Name) and value.id == name
+
+
+def _last_build(name: str, bindings: List[Binding]) -> List[Binding]:
+    """A local name's bindings that can reach its uses. One flow-sensitive step, the one module code needs:
+    a name rebuilt from itself (`rnn = WeightDrop(rnn)`) is what its last rebuilding step makes, whatever it
+    was before; `rnn = rnn.to(device)` is the same module and adds nothing."""
+    kept = [b for b in bindings if not (b.kind == ASSIGN and _moves_itself(b.value, name))] or bindings
+    rebuilt = [index for index, b in enumerate(kept) if b.kind == ASSIGN and _mentions(b.value, name)]
+    return kept[rebuilt[-1]:] if rebuilt else kept
+
+
+def _own_weight(target: ast.AST, me: Optional[str]) -> bool:
+    """`self.weight_hh_l0 = ...`, `self._flat_weights = ...`, `self._parameters[name] = ...`."""
+    if isinstance(target, ast.Subscript):
+        target = target.value
+        return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and (
+            target.value.id == me and target.attr == "_parameters")
+    return (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me
+            and target.attr.startswith(("weight_", "bias_", "_flat_weights")))
+
+
+def project_rnn_attributes(root: str, paths: Sequence[str]) -> Dict[Tuple[str, str], Dict[str, FrozenSet[str]]]:
+    """For every nn.Module class of the files: the attributes that can hold a torch RNN and their kinds
+    ("LSTM", ...), keyed by (path relative to root with '/', class qualname). The oracle compares this."""
+    evaluator = Evaluator()
+    root = os.path.abspath(root)
+    found = {}
+    for path in paths:
+        absolute = os.path.abspath(path)
+        relative = os.path.relpath(absolute, root).replace(os.sep, "/")
+        for qualname in evaluator.module_classes(absolute):
+            facts = evaluator.rnn_attributes(absolute, qualname)
+            # A guess alone (a run-time string only) is not a verdict the rules act on.
+            found[(relative, qualname)] = {attr: frozenset(kind.value for kind in fact.kinds)
+                                           for attr, fact in facts.items() if not fact.guess}
+    return found
