@@ -517,9 +517,11 @@ def real_world_trees(mirrors: Path, work: Path) -> Tuple[List[Tuple[str, Path]],
         manifest = realworld.load_manifest(realworld.MANIFEST)
     except (OSError, ValueError, SystemExit) as problem:
         return [], [], f"the real-world manifest could not be read ({problem})"
-    pinned = [(repository["repo"], repository["commit"]) for repository in manifest["repositories"]]
+    # The repositories the corpus began with: later first-contact ones would change what "real models" times.
+    repositories = [repository for repository in manifest["repositories"] if not repository.get("first_contact")]
+    pinned = [(repository["repo"], repository["commit"]) for repository in repositories]
     trees = []
-    for repository in manifest["repositories"]:
+    for repository in repositories:
         try:
             tree = realworld.materialise(mirrors, repository, work)
         except SystemExit as problem:  # realworld.py's way of saying a mirror is missing
