@@ -605,3 +605,43 @@ def test_a_module_moved_in_place_of_its_name_is_still_the_rnn():
     [message] = messages(model(build))
     assert "self.rnn (nn.LSTM) runs" in message
     assert "        self.rnn.flatten_parameters()\n        x, _ = self.rnn(x)" in fixed(model(build))
+
+
+@pytest.mark.parametrize("wrapper_runs", [
+    "self.inner.flatten_parameters()\n        return self.inner(x)",
+    "return self.inner(x)",
+])
+def test_an_attribute_rebuilt_from_itself_is_the_wrapper_not_a_type_switch(wrapper_runs):
+    # `self.rnn = Dynamic(self.rnn)` replaces the LSTM with the wrapper: no configuration runs the bare LSTM
+    # in Encoder.forward; whether it is compacted is the wrapper's forward's business.
+    source = f"""\
+import torch.nn as nn
+
+
+class Dynamic(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x):
+        {wrapper_runs}
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(4, 4)
+        self.rnn = Dynamic(self.rnn)
+
+    def forward(self, x):
+        return self.rnn(x)
+"""
+    assert [line for line, _ in findings(source) if line > 12] == []
+
+
+def test_a_rebuild_that_may_not_run_leaves_the_rnn_in_some_configurations():
+    # `if wdrop: self.rnn = WeightDrop(self.rnn)`: without weight drop the bare LSTM runs.
+    build = ("self.rnn = nn.LSTM(4, 4)\n        if rnn_type:\n"
+             "            self.rnn = nn.Sequential(self.rnn)")
+    assert findings(model(build)) == [(13, "DPR001")]
+    assert "if isinstance(self.rnn, nn.RNNBase):" in fixed(model(build))

@@ -311,3 +311,37 @@ def test_list_lengths_are_flagged_unfixable_only_in_wrapped_scope():
     assert not finding.fixable
     assert "a list parameter of forward" in finding.message
     assert finding.message.endswith("(wrapped at model.py:14)")
+
+
+@pytest.mark.parametrize("passed, flagged", [
+    ("list(q_len.data)", False),
+    ("q_len.tolist()", False),
+    ("[int(n) for n in q_len]", False),
+    ("q_len", True),  # one caller hands the tensor on: its replica's slice stays on the GPU
+])
+def test_lengths_every_holder_passes_as_a_list_are_on_the_cpu(passed, flagged):
+    source = f"""\
+import torch.nn as nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+
+class TextProcessor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 4, batch_first=True)
+
+    def forward(self, q, q_len):
+        self.lstm.flatten_parameters()
+        packed = pack_padded_sequence(q, q_len, batch_first=True)
+        return self.lstm(packed)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.text = TextProcessor()
+
+    def forward(self, v, q, q_len):
+        return self.text(q, list(q_len.data)), self.text(v, {passed})
+"""
+    assert findings(source, "DPR003") == ([(12, "DPR003")] if flagged else [])

@@ -34,6 +34,7 @@ class Binding:
     name: Optional[str] = None
     positions: Tuple[int, ...] = ()  # `a, (b, c) = v`: c is v[1][1]
     starred: bool = False  # `*rest = v`
+    conditional: bool = False  # under an if, a loop, a try or a match of its function: it may not run
 
 
 @dataclass
@@ -66,6 +67,7 @@ class ClassInfo:
     self_assigned: Dict[str, List[Tuple[ast.AST, Scope, Tuple[int, ...]]]] = field(default_factory=dict)
     # self.<attr>.append(v) / .extend(v) / += v: (v, how, the method's scope)
     self_grown: Dict[str, List[Tuple[ast.AST, str, Scope]]] = field(default_factory=dict)
+    conditional: set = field(default_factory=set)  # ids of the self_assigned values that may not run
 
 
 @dataclass
@@ -98,6 +100,7 @@ def _self_attribute(node: ast.AST, me: Optional[str]) -> Optional[str]:
 class _Binder:
     def __init__(self, summary: FileSummary) -> None:
         self.summary = summary
+        self.conditional = 0  # how many ifs, loops, trys and matches of the current function hold the statement
 
     # -- statements -----------------------------------------------------------------------------------
     def body(self, statements: List[ast.stmt], scope: Scope, cls: Optional[ClassInfo]) -> None:
@@ -144,8 +147,10 @@ class _Binder:
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             self.expressions(node.iter, scope, cls)
             self.target(node.target, node.iter, scope, cls, (), loop=True)
+            self.conditional += 1
             self.body(node.body, scope, cls)
             self.body(node.orelse, scope, cls)
+            self.conditional -= 1
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 self.expressions(item.context_expr, scope, cls)
@@ -159,20 +164,34 @@ class _Binder:
         elif isinstance(node, ast.Expr):
             self.expressions(node.value, scope, cls)
         else:
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.stmt):
-                    self.statement(child, scope, cls)
-                elif isinstance(child, ast.ExceptHandler):
-                    if child.name:
-                        scope.bind(child.name, Binding(OTHER))
-                    self.body(child.body, scope, cls)
-                elif isinstance(child, ast.expr):
-                    self.expressions(child, scope, cls)
-                elif hasattr(ast, "match_case") and isinstance(child, ast.match_case):
-                    self.body(child.body, scope, cls)
+            branching = isinstance(node, (ast.If, ast.While, ast.Try, getattr(ast, "TryStar", ast.Try),
+                                          getattr(ast, "Match", ast.If)))
+            self.conditional += branching
+            self._children(node, scope, cls)
+            self.conditional -= branching
+
+    def _children(self, node: ast.stmt, scope: Scope, cls: Optional[ClassInfo]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                self.statement(child, scope, cls)
+            elif isinstance(child, ast.ExceptHandler):
+                if child.name:
+                    scope.bind(child.name, Binding(OTHER))
+                self.body(child.body, scope, cls)
+            elif isinstance(child, ast.expr):
+                self.expressions(child, scope, cls)
+            elif hasattr(ast, "match_case") and isinstance(child, ast.match_case):
+                self.body(child.body, scope, cls)
 
     def function(self, node: ast.AST, scope: Scope, cls: Optional[ClassInfo]) -> None:
         scope.bind(node.name, Binding(DEF, value=node))
+        outer, self.conditional = self.conditional, 0
+        try:
+            self._function(node, scope, cls)
+        finally:
+            self.conditional = outer
+
+    def _function(self, node: ast.AST, scope: Scope, cls: Optional[ClassInfo]) -> None:
         for default in [*node.args.defaults, *[d for d in node.args.kw_defaults if d is not None]]:
             self.expressions(default, scope, cls)
         qualname = f"{scope.qualname}.{node.name}" if scope.qualname else node.name
@@ -216,7 +235,8 @@ class _Binder:
             if value is None:
                 scope.bind(target.id, Binding(OTHER))
             else:
-                scope.bind(target.id, Binding(LOOP if loop else ASSIGN, value=value, positions=positions, starred=starred))
+                scope.bind(target.id, Binding(LOOP if loop else ASSIGN, value=value, positions=positions, starred=starred,
+                                              conditional=self.conditional > 0))
         elif isinstance(target, (ast.Tuple, ast.List)):
             for index, element in enumerate(target.elts):
                 if isinstance(element, ast.Starred):
@@ -227,6 +247,8 @@ class _Binder:
             attr = _self_attribute(target, scope.self_name)
             if attr is not None and cls is not None and value is not None and not loop:
                 cls.self_assigned.setdefault(attr, []).append((value, scope, positions))
+                if self.conditional:
+                    cls.conditional.add(id(value))
         elif isinstance(target, ast.Starred):
             self.target(target.value, value, scope, cls, positions, loop, starred=True)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import os
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from .binder import (ASSIGN, DEF, FROM_IMPORT, LOOP, MODULE_IMPORT, PARAM, SELF, Binding, ClassInfo, FileSummary, Scope,
                      bind_file)
@@ -81,11 +81,12 @@ class Evaluator:
         return self._own.get(path) or _bound_from_disk(path)
 
     def _import_roots(self, folder: str) -> Tuple[str, ...]:
-        """Where an absolute import made in `folder` is looked for: the folder itself (scripts import their
-        neighbours), the folder above its top package, and the project root (and its `src`)."""
+        """Where an absolute import made in `folder` is looked for: the folder itself when it is no package
+        (a script imports its neighbours; a package's module does not: `pkg/utils/torch.py` is not `torch`),
+        the folder above its top package, and the project root (and its `src`)."""
         if folder in self._roots:
             return self._roots[folder]
-        roots = [folder]
+        roots = [] if os.path.isfile(os.path.join(folder, "__init__.py")) else [folder]
         top = folder
         while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
             top = os.path.dirname(top)
@@ -385,7 +386,7 @@ class Evaluator:
             info = self.class_info(owner) if isinstance(owner, ProjectClass) else None
             if info is None:
                 continue
-            for value, scope, positions in info.self_assigned.get(attr, ()):
+            for value, scope, positions in _last_self_build(attr, info.self_assigned.get(attr, ()), info.conditional):
                 values = self.values(value, scope, cls)
                 for position in positions:
                     values = self._member_at(values, position)
@@ -514,9 +515,7 @@ class Evaluator:
         return result
 
     def is_module_class(self, cls: ProjectClass) -> bool:
-        return any(isinstance(owner, External) and (is_module_base(owner.qualname)
-                                                    or canonical(owner.qualname) in THIRD_PARTY_MODULE_BASES)
-                   for owner in self.mro(cls))
+        return any(isinstance(owner, External) and _is_torch_module_class(owner.qualname) for owner in self.mro(cls))
 
     def rnn_class_kinds(self, cls: Union[ProjectClass, External]) -> FrozenSet[RnnKind]:
         """The torch RNN kinds a class is (a subclass of nn.LSTM is an LSTM; of nn.RNNBase, any)."""
@@ -698,11 +697,56 @@ class EvaluatedClasses:
         except RecursionError:
             return {}
 
+    def attribute_fact(self, qualname: str, attr: str) -> Optional[RnnFact]:
+        """What `self.<attr>` of a class of this file holds, leaving out DataParallel wraps of it (a method that
+        replaces the attribute with `nn.DataParallel(self.<attr>)` wraps what the other assignments hold)."""
+        try:
+            cls = ProjectClass(self._path, qualname)
+            values = self.evaluator.assigned_values(cls, attr)
+            return self.evaluator.rnn_fact(frozenset(value for value in values if not _is_data_parallel(value)))
+        except RecursionError:
+            return None
+
+    def holders_of(self, qualname: str, holders: Sequence[str]) -> Dict[str, Set[str]]:
+        """For each of the classes `holders` of this file, its attributes that only ever hold an instance of
+        the class `qualname` of this file (`self.text = TextProcessor(...)`)."""
+        wanted = Instance(ProjectClass(self._path, qualname))
+        found: Dict[str, Set[str]] = {}
+        try:
+            for holder in holders:
+                cls = ProjectClass(self._path, holder)
+                for owner in self.evaluator.mro(cls):
+                    info = self.evaluator.class_info(owner) if isinstance(owner, ProjectClass) else None
+                    for attr in info.self_assigned if info is not None else ():
+                        if self.evaluator.assigned_values(cls, attr) == frozenset({wanted}):
+                            found.setdefault(holder, set()).add(attr)
+        except RecursionError:
+            return {}
+        return found
+
     def entries_from_elsewhere(self, qualname: str) -> List[str]:
         try:
             return self.evaluator.entries_from_elsewhere(ProjectClass(self._path, qualname))
         except RecursionError:
             return []
+
+
+_DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                            "torch.nn.parallel.data_parallel.DataParallel"})
+
+
+def _is_data_parallel(value: Value) -> bool:
+    return isinstance(value, Instance) and isinstance(value.of, External) and value.of.qualname in _DATA_PARALLEL
+
+
+def _is_torch_module_class(qualname: str) -> bool:
+    """torch.nn's module classes under any spelling (`nn.Module`, `nn.modules.rnn.RNNCellBase`,
+    `nn.parallel.DistributedDataParallel`), and the third-party bases that are modules."""
+    if is_module_base(qualname) or canonical(qualname) in THIRD_PARTY_MODULE_BASES:
+        return True
+    namespace, _, last = qualname.rpartition(".")
+    return namespace in ("torch.nn.parallel", "torch.nn.parallel.distributed", "torch.nn.parallel.data_parallel") and (
+        is_module_base(f"torch.nn.{last}"))
 
 
 def _mentions(node: ast.AST, name: str) -> bool:
@@ -722,8 +766,33 @@ def _last_build(name: str, bindings: List[Binding]) -> List[Binding]:
     a name rebuilt from itself (`rnn = WeightDrop(rnn)`) is what its last rebuilding step makes, whatever it
     was before; `rnn = rnn.to(device)` is the same module and adds nothing."""
     kept = [b for b in bindings if not (b.kind == ASSIGN and _moves_itself(b.value, name))] or bindings
-    rebuilt = [index for index, b in enumerate(kept) if b.kind == ASSIGN and _mentions(b.value, name)]
+    rebuilt = [index for index, b in enumerate(kept) if b.kind == ASSIGN and not b.conditional and _mentions(b.value, name)]
     return kept[rebuilt[-1]:] if rebuilt else kept
+
+
+def _last_self_build(attr: str, assigned: Sequence[Tuple[ast.AST, Scope, Tuple[int, ...]]], conditional: set):
+    """`self.rnn = nn.LSTM(...)` then `self.rnn = Wrapper(self.rnn)` in one method: the attribute is what the
+    last step that reads it makes (the same flow-sensitive step as `_last_build`, for attributes), unless
+    that step may not run (`if wdrop: self.rnn = WeightDrop(self.rnn)`)."""
+    kept = list(assigned)
+    for index in range(len(kept) - 1, 0, -1):
+        value, scope, _ = kept[index]
+        if id(value) in conditional:
+            continue
+        me = scope.self_name
+        if any(isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name)
+               and node.value.id == me for node in ast.walk(value)) and not _moves_itself_attr(value, attr, me):
+            return [entry for entry in kept[:index] if entry[1] is not scope] + kept[index:]
+    return kept
+
+
+def _moves_itself_attr(value: ast.AST, attr: str, me: Optional[str]) -> bool:
+    """`self.rnn = self.rnn.to(device)`: the same module."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
+            value.func.attr in MODULE_METHODS_RETURNING_SELF):
+        value = value.func.value
+    return isinstance(value, ast.Attribute) and value.attr == attr and isinstance(value.value, ast.Name) and (
+        value.value.id == me)
 
 
 def _own_weight(target: ast.AST, me: Optional[str]) -> bool:

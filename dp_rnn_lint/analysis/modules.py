@@ -889,6 +889,11 @@ class ModuleModel:
     def _collect_method_assignments(self, method: cst.FunctionDef, me: str, assigned: Dict, grown: Dict) -> None:
         scope = self.resolver.scopes[method]
         rewrapped = self._rewrapped_lists(method, me, scope)
+        # Where this method's values of each attribute start: `self.rnn = Wrapper(self.rnn)` in the method's
+        # own body (not under an `if`) replaces what the method set before; it is not another configuration.
+        started = {attr: len(values) for attr, values in assigned.items()}
+        body = method.body.body if isinstance(method.body, cst.IndentedBlock) else ()
+        unconditional = {small for line in body if isinstance(line, cst.SimpleStatementLine) for small in line.body}
         for node in iter_nodes(method.body, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call)):
             inner = scope  # assignments in nested functions of __init__ are rare; the method scope is close enough
             if isinstance(node, cst.Assign):
@@ -902,6 +907,9 @@ class ModuleModel:
                             continue
                         if attr in rewrapped and isinstance(value, _LIST_LITERALS):
                             continue  # `self.rnns = [...]` then `self.rnns = nn.ModuleList(self.rnns)`: the latter counts
+                        if value is not None and attr not in rewrapped and node in unconditional and (
+                                _rebuilds(value, attr, me)):
+                            del assigned.setdefault(attr, [])[started.get(attr, 0):]
                         if members is not None:
                             assigned.setdefault(attr, []).append(members[position])
                         else:
@@ -1002,6 +1010,11 @@ def _same_module_again(value: cst.BaseExpression, attr: str, me: str) -> bool:
             value.func.attr.value in MODULE_METHODS_RETURNING_SELF):
         value = value.func.value
     return is_self_attribute(value, me) == attr
+
+
+def _rebuilds(value: cst.BaseExpression, attr: str, me: str) -> bool:
+    """`self.rnn = DynamicRNN(self.rnn)`: a new value made from the attribute's own."""
+    return any(is_self_attribute(node, me) == attr for node in iter_nodes(value, (cst.Attribute,)))
 
 
 def _unsubscripted(expression: cst.BaseExpression) -> cst.BaseExpression:

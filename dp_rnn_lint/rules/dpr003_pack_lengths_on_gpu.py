@@ -6,7 +6,9 @@ in a method `forward` reaches, whose `lengths` come from a tensor parameter of `
 through helper methods' parameters, through tensor methods such as `mask.sum(1)` or
 `lengths.long()`, or through comparisons, arithmetic and torch functions that keep the device:
 `(tokens != pad).sum(1)`, `(lengths + 1) // 2`, `torch.div(lengths, 2)`) without a conversion to the
-CPU (`.cpu()`, `.to("cpu")`, `.tolist()`...).
+CPU (`.cpu()`, `.to("cpu")`, `.tolist()`...). A parameter is a list, not a tensor, when its annotation
+or default says so, or when the classes of the file that hold the module call it, and every such call
+passes a Python list (`self.text(q, list(q_len))`).
 
 With `--scope wrapped`, it also flags lengths that are a list parameter of the forward of a class
 DataParallel runs.
@@ -79,7 +81,7 @@ import libcst as cst
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow
 from ..analysis.forward_path import ForwardPath, PackCall
-from ..analysis.modules import bind_arguments, call_argument, is_atomic, self_name, string_value
+from ..analysis.modules import bind_arguments, call_argument, is_atomic, is_self_attribute, iter_nodes, self_name, string_value
 from ..analysis.traversal import children
 from ..findings import AppendMethodCall, Fix, Violation
 from .base import Example, Rule
@@ -228,6 +230,8 @@ class PackLengthsOnGpu(Rule):
         param = origin.param
         name = param.name.value
         kind = _parameter_kind(analysis, path.forward, param, origin.tensor_methods)
+        if kind == "unknown" and path.forward is not None and _callers_pass_lists(analysis, path, param):
+            kind = "list"
         if kind == "list":
             if not wrapped:
                 return None  # only known to break where DataParallel runs the class
@@ -413,6 +417,35 @@ def _parameter_kind(analysis: FileAnalysis, forward: Optional[cst.FunctionDef], 
     if tensor_methods or (forward is not None and _used_as_tensor(forward, param.name.value)):
         return "tensor"
     return "unknown"
+
+
+def _callers_pass_lists(analysis: FileAnalysis, path: ForwardPath, param: cst.Param) -> bool:
+    """Whether the module classes of the file that hold this class (`self.text = TextProcessor(...)`) call
+    it, and every such call passes a Python list for the parameter (`self.text(q, list(q_len))`), which
+    `pack_padded_sequence` takes on the CPU whatever device the tensors are on."""
+    holders = analysis.evaluated.holders_of(analysis.model.qualname(path.cls.node),
+                                            [analysis.model.qualname(cls.node) for cls in analysis.model.classes])
+    passed = []
+    for cls in analysis.model.classes:
+        attrs = holders.get(analysis.model.qualname(cls.node), set())
+        for method in cls.methods.values() if attrs else ():
+            me = self_name(method)
+            for call in iter_nodes(method.body, (cst.Call,)):
+                if is_self_attribute(call.func, me) in attrs:
+                    passed.append((bind_arguments(call, path.forward).get(param.name.value),
+                                   analysis.resolver.scopes[method]))
+    return bool(passed) and all(_is_a_list(analysis, argument, scope) for argument, scope in passed)
+
+
+def _is_a_list(analysis: FileAnalysis, node: Optional[cst.BaseExpression], scope) -> bool:
+    """`[...]`, `[x for ...]`, `list(...)` or `x.tolist()`."""
+    if isinstance(node, (cst.List, cst.ListComp)):
+        return True
+    if isinstance(node, cst.Call):
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "tolist":
+            return True
+        return analysis.resolver.qualified_name(node.func, scope) == "builtins.list"
+    return False
 
 
 def _used_as_tensor(function: cst.FunctionDef, name: str) -> bool:

@@ -160,9 +160,14 @@ def _rnn_of(analysis: FileAnalysis, node: cst.BaseExpression, scope: Scope, dept
         return None
     if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
         cls = _enclosing_class(analysis, scope)
-        held = analysis.model.rnn_submodules(cls).get(node.attr.value) if cls is not None else None
-        if held is not None and not (held.is_list or held.optional or held.guarded) and held.kind.startswith("nn."):
-            return held.kind[3:].split(" ")[0], f"self.{node.attr.value} ({held.kind})"
+        # What the attribute holds besides this very wrap: `self.rnn = nn.DataParallel(self.rnn)` in a
+        # method wraps the LSTM `__init__` stored there.
+        fact = analysis.evaluated.attribute_fact(analysis.model.qualname(cls.node), node.attr.value) if cls else None
+        always_one_rnn = fact is not None and len(fact.kinds) == 1 and not (
+            fact.is_list or fact.sometimes or fact.maybe_none or fact.guess)
+        if always_one_rnn:
+            kind = next(iter(fact.kinds)).value
+            return kind, f"self.{node.attr.value} (nn.{kind})"
     return None
 
 
