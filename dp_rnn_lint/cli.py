@@ -110,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with the path -: the name to report for source read from standard input")
     parser.add_argument("--unsafe-fixes", action=argparse.BooleanOptionalAction, default=None,
                         help="with --fix or --diff, apply unsafe fixes too (default: the unsafe-fixes setting, off)")
+    parser.add_argument("--preview", action=argparse.BooleanOptionalAction, default=None,
+                        help="run the rules still in preview too (default: the preview setting, off)")
     parser.add_argument("--add-noqa", action="store_true",
                         help="append `# noqa: CODE` to every line with a finding (merged into a noqa comment already "
                         "there); nothing else changes")
@@ -515,6 +517,7 @@ def _overrides(args: argparse.Namespace) -> dict:
         "per_file_ignores": args.per_file_ignores,
         "exclude": args.exclude, "extend_exclude": args.extend_exclude, "respect_gitignore": args.respect_gitignore,
         "force_exclude": args.force_exclude, "scope": args.scope, "unsafe_fixes": args.unsafe_fixes,
+        "preview": args.preview,
     }
 
 

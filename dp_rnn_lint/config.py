@@ -28,7 +28,7 @@ def known_codes() -> Tuple[str, ...]:
 
 TABLE = "dp-rnn-lint"
 KNOWN_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "respect-gitignore",
-              "force-exclude", "scope", "unsafe-fixes")
+              "force-exclude", "scope", "unsafe-fixes", "preview")
 # "any": every module class is checked; "wrapped": only those the project index finds DataParallel running.
 SCOPES = ("any", "wrapped")
 
@@ -54,6 +54,7 @@ class Settings:
     force_exclude: bool = False  # exclusions apply to files named explicitly too (pre-commit names them all)
     scope: str = "any"
     unsafe_fixes: bool = False  # --fix and --diff apply unsafe fixes too (see each rule's "Fix safety")
+    preview: bool = False  # the rules still in preview run too
     root: Path = field(default_factory=Path.cwd)  # the folder patterns are relative to
     source: Optional[Path] = None  # the configuration file, when there is one
 
@@ -64,7 +65,7 @@ class Settings:
     def selection_for(self, path: str) -> Selection:
         ignored = tuple(code for pattern, codes in self.per_file_ignores if matches_pattern(path, pattern, self.root)
                         for code in codes)
-        return Selection(select=self.select + self.extend_select, ignore=self.ignore + ignored)
+        return Selection(select=self.select + self.extend_select, ignore=self.ignore + ignored, preview=self.preview)
 
 
 def code_list(value: Any, where: str) -> Tuple[str, ...]:
@@ -134,6 +135,7 @@ _READERS = {
     "force-exclude": ("force_exclude", boolean),
     "scope": ("scope", scope_name),
     "unsafe-fixes": ("unsafe_fixes", boolean),
+    "preview": ("preview", boolean),
 }
 
 

@@ -48,8 +48,12 @@ class Selection:
 
     select: Tuple[str, ...] = ("DPR",)
     ignore: Tuple[str, ...] = ()
+    preview: bool = False  # the rules still in preview run too (ruff's --preview)
 
     def enabled(self, code: str) -> bool:
+        needs = registry.NEEDS_BY_CODE.get(code)
+        if needs is not None and needs.preview and not self.preview:
+            return False
         # DPR100 (unused noqa) is opt-in, as ruff's RUF100: `DPR` alone does not turn it on.
         opt_in = code == UNUSED_NOQA
         selected = max((len(p) for p in self.select

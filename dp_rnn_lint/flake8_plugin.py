@@ -16,7 +16,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 from . import __version__
 from .analysis.project import FileContext, ProjectIndex, build_index, index_cache_file
 from .cache import default_cache_dir
-from .engine import check_source
+from .engine import Selection, check_source
 from .files import DEFAULT_EXCLUDES, FileProblem, discover, project_root
 from .noqa import without_file_suppressed
 
@@ -45,6 +45,7 @@ class DataParallelRnnChecker:
     name = "dp-rnn-lint"
     version = __version__
     scope = "any"
+    preview = False
     exclude: Tuple[str, ...] = ()  # flake8's own exclusions also keep files out of the project index
 
     @classmethod
@@ -55,9 +56,15 @@ class DataParallelRnnChecker:
             "runs in this project (wrapped)",
         )
 
+        manager.add_option(
+            "--dp-rnn-preview", action="store_true", default=False, parse_from_config=True,
+            help="dp-rnn-lint: run the rules still in preview too",
+        )
+
     @classmethod
     def parse_options(cls, options) -> None:
         cls.scope = options.dp_rnn_scope
+        cls.preview = bool(getattr(options, "dp_rnn_preview", False))
         cls.exclude = tuple(getattr(options, "exclude", None) or ()) + tuple(getattr(options, "extend_exclude", None) or ())
 
     def __init__(self, tree: ast.Module, filename: str, lines: List[str]) -> None:
@@ -75,8 +82,8 @@ class DataParallelRnnChecker:
             # Asked for only when the cheap stages cannot rule the file out: most flake8 runs then never
             # build the project index at all. Standard input is its own project.
             context = None if self.filename in ("-", "stdin") else self._project_context
-            findings = check_source(source, self.filename, tree=self.tree if isinstance(self.tree, ast.Module) else None,
-                                    context=context)
+            findings = check_source(source, self.filename, Selection(preview=self.preview),
+                                    tree=self.tree if isinstance(self.tree, ast.Module) else None, context=context)
         except FileProblem as problem:
             # flake8 reports syntax errors itself (E999); anything else is said once, without a traceback.
             if "cannot parse" not in str(problem) and "cannot decode" not in str(problem):

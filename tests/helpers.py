@@ -10,19 +10,19 @@ from dp_rnn_lint.engine import Selection, check_source, lint_source, own_context
 
 def findings(source: str, path: str = "model.py", code: str = "DPR") -> List[Tuple[int, str]]:
     """(line, code) for every finding in a dedented snippet."""
-    found = check_source(textwrap.dedent(source), path, Selection(select=(code,)))
+    found = check_source(textwrap.dedent(source), path, Selection(select=(code,), preview=True))
     return [(f.line, f.code) for f in found]
 
 
 def messages(source: str, code: str = "DPR") -> List[str]:
-    return [f.message for f in check_source(textwrap.dedent(source), "model.py", Selection(select=(code,)))]
+    return [f.message for f in check_source(textwrap.dedent(source), "model.py", Selection(select=(code,), preview=True))]
 
 
 def fixed(source: str, code: str = "DPR") -> str:
     """The snippet after --fix --unsafe-fixes (the snippet itself when nothing changed): what the fixes do,
     whatever their safety."""
     data = textwrap.dedent(source).encode()
-    result = lint_source(data, "model.py", Selection(select=(code,)), fix=True, unsafe_fixes=True)
+    result = lint_source(data, "model.py", Selection(select=(code,), preview=True), fix=True, unsafe_fixes=True)
     assert result.problem is None, result.problem
     return (result.fixed or data).decode()
 
@@ -35,5 +35,5 @@ def unscreened_findings(source, path: str = "model.py") -> List[Tuple[int, int, 
 
     module = parse.parse(source, path)
     context = own_context(source, path)
-    found = parse.run_with_deep_stack(engine._analysed, module, path, Selection().rules(), None, module.code, context)
+    found = parse.run_with_deep_stack(engine._analysed, module, path, Selection(preview=True).rules(), None, module.code, context)
     return [(f.line, f.col, f.code) for f in found]

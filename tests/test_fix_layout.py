@@ -134,7 +134,7 @@ def test_splicing_the_touched_statements_writes_what_regenerating_the_module_wri
     source = path.read_bytes()
     module = parse.parse(source, str(path))
     context = engine.own_context(source, str(path))
-    violations, _ = parse.run_with_deep_stack(engine._violations, module, str(path), Selection().rules(), context)
+    violations, _ = parse.run_with_deep_stack(engine._violations, module, str(path), Selection(preview=True).rules(), context)
     edits = [edit for violation in violations if violation.fix is not None for edit in violation.fix.edits]
     assert edits
     spliced, edited = spliced_text(module, edits, module.code)

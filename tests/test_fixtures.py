@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dp_rnn_lint.engine import lint_source
+from dp_rnn_lint.engine import Selection, lint_source
 from dp_rnn_lint.rules import RULE_CODES
 
 from .conftest import expected_findings, fixture_files, fixture_id, golden_path
@@ -14,7 +14,9 @@ WITH_GOLDEN = [p for p in FIXTURES if golden_path(p).exists()]
 
 
 def found(path, source=None, fix=False):
-    result = lint_source(path.read_bytes() if source is None else source, str(path), fix=fix, unsafe_fixes=True)
+    # Every rule, those in preview too: the fixtures show what each rule does.
+    result = lint_source(path.read_bytes() if source is None else source, str(path), Selection(preview=True), fix=fix,
+                         unsafe_fixes=True)
     assert result.problem is None, result.problem
     return result, {(f.line, f.code, f.fixable) for f in result.findings}
 

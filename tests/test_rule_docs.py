@@ -30,8 +30,8 @@ def test_every_rule_has_a_page_in_step_with_its_docstring(rule):
 def test_page_examples_are_flagged_and_fixed_as_shown(rule):
     page = rule_page(rule)
     bad, good = python_block(page, "Example"), python_block(page, "Use instead")
-    assert [f.code for f in check_source(bad, "example.py", Selection())] == [rule.code]
-    assert check_source(good, "example.py", Selection()) == []
+    assert [f.code for f in check_source(bad, "example.py", Selection(preview=True))] == [rule.code]
+    assert check_source(good, "example.py", Selection(preview=True)) == []
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
@@ -82,7 +82,7 @@ def test_the_declared_fix_safety_is_what_the_examples_get(rule):
     declared = NEEDS_BY_CODE[rule.code].fix
     assert declared in FIX_SAFETIES
     fixes = [finding.fix for example in rule.invalid_examples
-             for finding in check_source(example.source, "example.py", Selection()) if finding.code == rule.code]
+             for finding in check_source(example.source, "example.py", Selection(preview=True)) if finding.code == rule.code]
     offered = {fix.applicability for fix in fixes if fix is not None}
     if declared == "safe or unsafe":  # decided per finding: the examples need not show both
         assert offered and offered <= {"safe", "unsafe"}

@@ -13,7 +13,7 @@ VALID = [(rule, source) for rule in ALL_RULES for source in rule.valid_examples]
 
 @pytest.mark.parametrize("rule, example", INVALID, ids=lambda v: getattr(v, "code", "example"))
 def test_invalid_example_is_flagged_and_fixed_as_documented(rule, example):
-    selection = Selection(select=(rule.code,))
+    selection = Selection(select=(rule.code,), preview=True)
     found = check_source(example.source, "example.py", selection)
     assert [f.code for f in found] == [rule.code]
     result = lint_source(example.source.encode(), "example.py", selection, fix=True, unsafe_fixes=True)
@@ -26,7 +26,7 @@ def test_invalid_example_is_flagged_and_fixed_as_documented(rule, example):
 
 @pytest.mark.parametrize("rule, source", VALID, ids=lambda v: getattr(v, "code", "example"))
 def test_valid_example_is_clean(rule, source):
-    assert check_source(source, "example.py", Selection(select=(rule.code,))) == []
+    assert check_source(source, "example.py", Selection(select=(rule.code,), preview=True)) == []
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dp_rnn_lint.analysis.screen import may_have_findings, may_have_findings_text
-from dp_rnn_lint.engine import check_source
+from dp_rnn_lint.engine import Selection, check_source
 from dp_rnn_lint.rules import ALL_RULES, WRAP_TARGETS, needing_index_part, screen_needs
 
 from .conftest import FIXTURES
@@ -34,13 +34,13 @@ def screened_out(source: str, needs=NEEDS) -> bool:
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("DPR*/*.py")), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_the_screen_keeps_every_fixture_finding(path: Path):
     source = path.read_bytes()
-    assert [(f.line, f.col, f.code) for f in check_source(source, str(path))] == unscreened_findings(source, str(path))
+    assert [(f.line, f.col, f.code) for f in check_source(source, str(path), Selection(preview=True))] == unscreened_findings(source, str(path))
 
 
 @pytest.mark.parametrize("source", EXAMPLES)
 def test_the_screen_keeps_every_rule_example_finding(source):
     found = unscreened_findings(source)
-    assert [(f.line, f.col, f.code) for f in check_source(source, "model.py")] == found
+    assert [(f.line, f.col, f.code) for f in check_source(source, "model.py", Selection(preview=True))] == found
     if found:  # an example holds its own wrap, so the rules that need one are screened for too
         assert not screened_out(source, screen_needs(CODES))
 

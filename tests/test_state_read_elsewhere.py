@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from .conftest import FIXTURES
-from .test_project_recall import expected, flake8, run
+from .test_project_recall import expected, flake8, run  # DPR006 runs with --preview
 from .test_scope import located
 
 SAMPLE = FIXTURES / "projects" / "tracker_project"
@@ -26,33 +26,33 @@ def project(tmp_path):
 
 def test_the_markers_are_what_the_cli_and_flake8_report_whichever_paths_are_named(project):
     assert expected(project, "any") == FINDINGS
-    whole = run(project, "--no-cache")
+    whole = run(project, "--preview", "--no-cache")
     assert located(whole.stdout) == FINDINGS, whole.stdout
-    one_file = run(project / "tracker", "--no-cache", "model.py")
+    one_file = run(project / "tracker", "--preview", "--no-cache", "model.py")
     assert located(one_file.stdout) == {("model.py", 19, "DPR006")}, one_file.stdout
-    script = run(project, "extract.py")  # as pre-commit runs it: one changed file, the cache warm or not
+    script = run(project, "--preview", "extract.py")  # as pre-commit runs it: one changed file, the cache warm or not
     assert located(script.stdout) == {("extract.py", 9, "DPR005")}, script.stdout
     assert "what tracker/factory.py:recurrent_layer() returns" in script.stdout
     for path in ("tracker/model.py", "tracker/encoder.py", "extract.py"):
-        plugin = flake8(project, path)
+        plugin = flake8(project, "--dp-rnn-preview", path)
         assert located(plugin.stdout) == {item for item in FINDINGS if item[0] == path}, plugin.stdout
 
 
 def test_the_state_finding_goes_when_the_other_file_stops_reading_the_state(project):
-    assert located(run(project).stdout) == FINDINGS
+    assert located(run(project, "--preview").stdout) == FINDINGS
     train = project / "train.py"
     train.write_text(train.read_text().replace("tracker.module.last_loss", "0.0"))
     # The cached result of model.py, which did not change, must not survive the change elsewhere.
-    result = run(project)
+    result = run(project, "--preview")
     assert located(result.stdout) == FINDINGS - {("tracker/model.py", 19, "DPR006")}, result.stdout
 
 
 def test_the_wrap_finding_goes_when_the_factory_stops_returning_a_torch_rnn(project):
-    assert located(run(project, "extract.py").stdout) == {("extract.py", 9, "DPR005")}
+    assert located(run(project, "--preview", "extract.py").stdout) == {("extract.py", 9, "DPR005")}
     factory = project / "tracker" / "factory.py"
     factory.write_text(factory.read_text().replace("    return nn.GRU(size, size, batch_first=True)",
                                                    "    return SlotTracker(size)"))
-    result = run(project, "extract.py")  # extract.py did not change: its cached verdict must not stand
+    result = run(project, "--preview", "extract.py")  # extract.py did not change: its cached verdict must not stand
     assert located(result.stdout) == set(), result.stdout
 
 
@@ -60,8 +60,8 @@ def test_a_setting_of_the_same_name_elsewhere_is_not_a_read_of_the_state(project
     # model.py's forward keeps `self.batch_size` for the call; train.py reads `config.batch_size`, a setting.
     scratch = ("tracker/model.py", 20, "DPR006")
     assert "self.batch_size = " in (project / "tracker" / "model.py").read_text().splitlines()[19]
-    assert located(run(project).stdout) == FINDINGS
+    assert located(run(project, "--preview").stdout) == FINDINGS
     train = project / "train.py"
     train.write_text(train.read_text().replace("config.batch_size", "tracker.module.batch_size"))
-    result = run(project)
+    result = run(project, "--preview")
     assert located(result.stdout) == FINDINGS | {scratch}, result.stdout
