@@ -57,6 +57,70 @@ def test_any_valid_program_is_linted_without_raising(source):
     count("valid programs (hypothesmith)")
 
 
+# A module class that holds an LSTM, with a place for generated code in forward, in a helper forward
+# calls, and at module level: the screens let it through, so the model and every rule read the code.
+_HOST = """\
+import torch
+import torch.nn as nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+
+class Host(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(4, 4, batch_first=True)
+
+    def forward(self, x, lengths):
+        out, _ = self.rnn(x)
+{forward}
+        return self.helper(out)
+
+    def helper(self, out):
+{helper}
+        return out
+
+
+{module}
+"""
+
+
+def _hosted(source: str, place: str) -> str:
+    body = source if source.strip() else "pass\n"
+    indented = "".join(f"        {line}" if line.strip() else line for line in body.splitlines(keepends=True))
+    blocks = {"forward": "        pass", "helper": "        pass", "module": ""}
+    blocks[place] = body if place == "module" else indented.rstrip("\n")
+    return _HOST.format(**blocks)
+
+
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")  # hypothesmith's escapes, compiled here
+@PROPERTY_SETTINGS
+@given(hypothesmith.from_grammar(), st.sampled_from(["forward", "helper", "module"]))
+def test_any_valid_program_inside_a_model_reaches_the_rules_without_raising(source, place):
+    from hypothesis import assume
+
+    from dp_rnn_lint import engine
+
+    hosted = _hosted(source, place)
+    try:
+        compile(hosted, "hosted.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        assume(False)  # `return` at module level, a `from __future__` import indented...
+    reached = []
+    original = engine._violations
+    engine._violations = lambda *args, **kwargs: reached.append(1) or original(*args, **kwargs)
+    try:
+        survives(hosted.encode("utf-8", "surrogatepass"))
+    except BaseException:
+        count("valid programs inside a model", failed=True)
+        raise
+    finally:
+        engine._violations = original
+    count("valid programs inside a model")
+    # The host runs an LSTM in forward: no screen may take the file away from the rules.
+    count("valid programs inside a model that reached the rules", failed=not reached)
+    assert reached
+
+
 @PROPERTY_SETTINGS
 @given(st.binary(max_size=400).map(lambda data: b"lstm " + data))
 def test_any_byte_string_is_linted_without_raising(data):
