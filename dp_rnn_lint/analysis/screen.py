@@ -91,7 +91,7 @@ def may_have_findings_text(source, needs: ScreenNeeds) -> bool:
     if any(not seed.in_forward and seed.function.encode() in data for seed in needs.calls):
         return True
     if (b"forward" not in data or _FORWARD_DEF.search(data) is None) and (
-            not needs.rnn_class or _CLASS_WITH_BASE.search(data) is None):
+            not needs.rnn_class or _CLASS_WITH_BASE.search(data) is None or _IMPORT_FROM_ELSEWHERE.search(data) is None):
         return False  # no forward here, and none a class may inherit from a base of another file
     return (any(all(word.encode() in data for word in seed.words()) for seed in needs.calls)
             or (needs.rnn_class and _RNN_WORD.search(data) is not None))
@@ -103,7 +103,9 @@ def may_have_findings(tree: ast.Module, needs: ScreenNeeds) -> bool:
     if not any(isinstance(node, _FUNCTIONS) and node.name == "forward" for node in nodes):
         # A class on a base of the project may inherit its forward (which runs `self._forward()` here): the
         # RNN seeds still count. Otherwise only the seeds that may be anywhere do.
-        inherits = needs.rnn_class and any(isinstance(node, ast.ClassDef) and _has_project_base(node) for node in nodes)
+        imported = _imported_from_outside_torch(nodes)
+        inherits = needs.rnn_class and any(isinstance(node, ast.ClassDef) and _has_project_base(node, imported)
+                                           for node in nodes)
         anywhere = frozenset(seed for seed in needs.calls if not seed.in_forward)
         if not anywhere and not inherits:
             return False
@@ -232,17 +234,14 @@ def wraps_imported_call(tree: ast.Module, wrappers: FrozenSet[str]) -> bool:
     return False
 
 
-def _has_project_base(cls: ast.ClassDef) -> bool:
-    """A base other than torch's own classes (`nn.Module`, `torch.nn.Module`): one that may define forward."""
+def _has_project_base(cls: ast.ClassDef, imported: Dict[str, bool]) -> bool:
+    """A base imported from outside torch (a class of another file of the project, or of another package):
+    it may define the forward this class runs. A base of the same file would put `def forward` in its text."""
     for base in cls.bases:
         root = base.value if isinstance(base, ast.Subscript) else base
-        if isinstance(root, ast.Attribute):
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            if isinstance(root, ast.Name) and root.id in ("nn", "torch"):
-                continue
-            return True
-        if isinstance(root, ast.Name) and root.id not in ("object", "Module"):
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and imported.get(root.id):
             return True
     return False
 
