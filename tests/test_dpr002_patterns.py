@@ -406,6 +406,12 @@ class Encoder(nn.Module):
     "batch, total, _ = x.shape\n        missing = total - out.size(1)\n        if missing > 0:\n"
     "            zeros = torch.zeros((batch, missing, out.size(2)))\n            out = torch.cat([out, zeros], dim=1)\n"
     "        return out",
+    # ... with the zeros cast or moved to the output's type or device first.
+    "full = x.size(1)\n        b, steps, d = out.size()\n        if steps != full:\n"
+    "            pad = torch.zeros(b, full - steps, d).type(out.data.type())\n            out = torch.cat([out, pad], 1)\n"
+    "        return out",
+    "pad = torch.zeros(out.size(0), x.size(1) - out.size(1), 4).to(out.device).float()\n"
+    "        return torch.cat([out, pad], 1)",
 ])
 def test_a_padded_tensor_that_never_leaves_is_not_flagged(body):
     assert findings(FLOW.format(padding="", body=body), code="DPR002") == []
@@ -440,6 +446,8 @@ def test_a_padded_tensor_that_never_leaves_is_not_flagged(body):
      "gathering the outputs fails"),
     ("steps = out.size(1) - x.size(1)\n        return torch.cat([out, out.new_zeros(out.size(0), steps, 4)], 1)",
      "gathering the outputs fails"),
+    ("pad = torch.zeros(out.size(0), int(lens.max()) - out.size(1), 4).type(out.data.type())\n"
+     "        return torch.cat([out, pad], 1)", "gathering the outputs fails"),
     # ... or to the length of a mask this replica builds from its own lengths, not an input.
     ("mask = torch.arange(int(lens.max()))[None, :] < lens[:, None]\n"
      "        zeros = out.new_zeros(out.size(0), mask.size(1) - out.size(1), 4)\n        return torch.cat([out, zeros], 1)",

@@ -435,6 +435,9 @@ class _Walk:
             return False
         padded, filler = (element.value for element in parts.elements)
         made = self.latest(filler)
+        while (isinstance(made, cst.Call) and isinstance(made.func, cst.Attribute)
+               and made.func.attr.value in _SAME_SHAPE_METHODS):
+            made = self.latest(made.func.value)  # `torch.zeros(...).type(out.data.type())`: the same zeros
         creator = tensor_creator(made, self.qualified(made)) if isinstance(made, cst.Call) else None
         if padded.value not in self.names or creator is None:
             return False
@@ -457,6 +460,11 @@ class _Walk:
 
     def holds_pad_call(self, node: cst.CSTNode) -> bool:
         return any(found is self.pad_call for found in iter_nodes(node, (cst.Call,)))
+
+
+# Tensor methods whose result has the shape of the tensor they are called on (a cast, a move, a copy).
+_SAME_SHAPE_METHODS = frozenset({"type", "type_as", "to", "cuda", "cpu", "float", "double", "half", "bfloat16", "long",
+                                 "int", "bool", "byte", "detach", "contiguous", "clone", "requires_grad_"})
 
 
 def _whole_shape_of(node: cst.BaseExpression) -> Optional[str]:
