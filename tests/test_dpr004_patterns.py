@@ -83,3 +83,32 @@ def test_a_member_of_a_module_list_that_also_holds_other_modules_is_not_taken_fo
               .replace("        self.lstm.flatten_parameters()\n", "")
               .format(body="out, _ = self.layers[0](x)\n        return self.layers[1](out)", wrap=WRAP))
     assert [code for _, code in findings(source)] == ["DPR001"]
+
+
+@pytest.mark.parametrize("build, flagged", [
+    ("nn.GRU(8, 8, num_layers=2, batch_first=True)", True),
+    ("nn.GRU(8, 8, 2, True, True)", True),
+    ("nn.GRU(8, 8, num_layers=2)", False),
+    ("nn.GRU(8, 8, num_layers=2, batch_first=False)", False),
+])
+def test_a_sequence_first_rnn_s_state_crosses_correctly_under_the_dim_it_needs(build, flagged):
+    # A sequence-first model's inputs split along the batch only with DataParallel(dim=1), which splits and
+    # gathers the layers-first hidden state along its batch dimension too: nothing crosses wrongly.
+    source = f"""\
+import torch.nn as nn
+
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = {build}
+
+    def forward(self, x, hidden):
+        self.gru.flatten_parameters()
+        out, h_n = self.gru(x, hidden)
+        return out, h_n
+
+
+model = nn.DataParallel(Tagger())
+"""
+    assert bool(findings(source, "DPR004")) == flagged

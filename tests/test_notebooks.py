@@ -360,7 +360,7 @@ def test_wrap_and_root_sites_in_a_notebook_name_the_cell(tmp_path, capsys):
     model = ("class LM(nn.Module):\n"
              "    def __init__(self):\n"
              "        super().__init__()\n"
-             "        self.lstm = nn.LSTM(4, 4, num_layers=2)\n"
+             "        self.lstm = nn.LSTM(4, 4, num_layers=2, batch_first=True)\n"
              "    def forward(self, x, state):\n"
              "        self.lstm.flatten_parameters()\n"
              "        return self.lstm(x, state)\n")

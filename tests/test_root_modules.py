@@ -18,7 +18,7 @@ LANGUAGE_MODEL = """
     class LanguageModel(nn.Module):
         def __init__(self):
             super().__init__()
-            self.lstm = nn.LSTM(8, 8, num_layers=2)
+            self.lstm = nn.LSTM(8, 8, num_layers=2, batch_first=True)
 
         def forward(self, tokens, state):
             self.lstm.flatten_parameters()

@@ -6,6 +6,10 @@ list or dict, and a parameter passed to an RNN as its initial state as it is, in
 class that `nn.DataParallel` wraps directly (found by the project index: `nn.DataParallel(Model(...))`,
 a model built by a factory, `data_parallel(model, ...)`).
 
+Only batch-first RNNs (`batch_first=True`) are flagged: a sequence-first model's inputs are split along
+the batch only by `DataParallel(model, dim=1)`, which splits and gathers its layers-first hidden state
+along the batch as well.
+
 ### Root modules
 In the default scope it also checks the project's root modules that build an RNN: classes that the
 project builds only outside module classes (in a script, a function, a trainer object) and hands to
@@ -85,7 +89,8 @@ import libcst as cst
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow
 from ..analysis.forward_path import ForwardPath, Invocation
-from ..analysis.modules import ModuleClass, RnnSubmodule, call_argument, iter_nodes, returned_parts
+from ..analysis.modules import (ModuleClass, RnnSubmodule, call_argument, is_self_attribute, iter_nodes,
+                                literal_time_dimension, returned_parts, self_name)
 from ..findings import Violation
 from .base import Example, Rule
 
@@ -179,8 +184,10 @@ class HiddenStateCrossesDataParallel(Rule):
         forward = path.forward
         flow = FunctionFlow(forward)
         # Not the members of a ModuleList that also holds other modules: which member is an RNN is unknown.
+        # Nor a sequence-first RNN: its inputs split along the batch only under DataParallel(dim=1), which
+        # splits and gathers its layers-first state along the batch too.
         runs = [event for event in path.events if isinstance(event, Invocation) and event.method is forward
-                and not _mixed_list(path.rnns.get(event.attr))]
+                and not _mixed_list(path.rnns.get(event.attr)) and not _sequence_first(cls, event.attr)]
         for event in runs:
             names = _initial_state_parameters(event.call, flow)
             if names:
@@ -208,6 +215,24 @@ class HiddenStateCrossesDataParallel(Rule):
                 what = "the RNN's hidden state " + ", ".join(f"`{node.value}`" for node in states)
                 advice = " and ".join(f"{node.value}.transpose(0, 1)" for node in states)
                 yield Violation(self.code, _RETURNED.format(what=what, advice=advice, site=site), states[0])
+
+
+def _sequence_first(cls: ModuleClass, attr: str) -> bool:
+    """Whether every construction of the RNN held in `attr` that the class shows is sequence first
+    (`batch_first` False, or not given); False when any is batch first or cannot be read."""
+    built = []
+    for owner in cls.mro():
+        for method in owner.methods.values():
+            me = self_name(method)
+            for node in iter_nodes(method.body, (cst.Assign,)):
+                if any(is_self_attribute(target.target, me) == attr for target in node.targets):
+                    built.append(node.value)
+    calls = [value for value in built if isinstance(value, cst.Call)]
+    if not calls or len(calls) != len(built):
+        return False
+    # batch_first is the fifth argument of nn.RNN, nn.LSTM and nn.GRU (input, hidden, layers, bias, batch_first).
+    return all(literal_time_dimension(call_argument(call, 4, "batch_first")) == 0
+               and not any(arg.star for arg in call.args) for call in calls)
 
 
 def _initial_state_parameters(call: cst.Call, flow: FunctionFlow) -> List[str]:
