@@ -15,6 +15,7 @@ from dp_rnn_lint.analysis.evaluator import Evaluator, project_rnn_attributes
 from dp_rnn_lint.analysis.values import ProjectClass, RnnKind
 
 from .conftest import FIXTURES
+from .test_scope import located
 
 SPEECH = FIXTURES / "projects" / "speech_project"
 LSTM, GRU, RNN = RnnKind.LSTM, RnnKind.GRU, RnnKind.RNN
@@ -233,15 +234,6 @@ def markers(root):
             if "# expect: " in line:
                 found |= {(path.relative_to(root).as_posix(), number, code.strip().split()[0])
                           for code in line.split("# expect: ")[1].split(",")}
-    return found
-
-
-def located(output):
-    found = set()
-    for line in output.splitlines():
-        parts = line.split(":", 3)
-        if len(parts) == 4 and parts[3].strip()[:3] == "DPR":
-            found.add((parts[0].removeprefix("./"), int(parts[1]), parts[3].split()[0]))
     return found
 
 

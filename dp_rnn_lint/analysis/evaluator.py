@@ -145,16 +145,21 @@ class Evaluator:
     def _module_name(self, path: str, name: str, seen: set) -> Values:
         """A module-level name of a file: its own binding, one a star import brings, or a builtin.
         Memoized; a cycle of imports (a re-export of a re-export of itself) sees nothing more."""
-        key = ("module-name", path, name)
+        return self._memoized(("module-name", path, name), frozenset({Unknown(Why.UNRESOLVED)}),
+                              lambda: self._module_name_uncached(path, name, seen))
+
+    def _memoized(self, key: tuple, in_progress: Values, compute: Callable[[], Values]) -> Values:
+        """The answer for `key`, computed once; a question asked again while it is being answered (a cycle)
+        gets `in_progress`, and one asked too many steps deep is unknown."""
         found = self._memo.get(key)
         if found is not None:
             return found
         if self._depth > _MAX_DEPTH:
             return frozenset({Unknown(Why.TOO_DEEP)})
-        self._memo[key] = frozenset({Unknown(Why.UNRESOLVED)})
+        self._memo[key] = in_progress
         self._depth += 1
         try:
-            found = self._module_name_uncached(path, name, seen)
+            found = compute()
         finally:
             self._depth -= 1
         self._memo[key] = found
@@ -235,20 +240,8 @@ class Evaluator:
 
     # -- expressions --------------------------------------------------------------------------------------
     def values(self, expr: ast.AST, scope: Scope, receiver: Optional[ProjectClass] = None) -> Values:
-        key = (id(expr), receiver)
-        found = self._memo.get(key)
-        if found is not None:
-            return found
-        if self._depth > _MAX_DEPTH:
-            return frozenset({Unknown(Why.TOO_DEEP)})
-        self._memo[key] = NOTHING  # a cycle sees nothing more than the other paths give
-        self._depth += 1
-        try:
-            result = self._evaluate(expr, scope, receiver)
-        finally:
-            self._depth -= 1
-        self._memo[key] = result
-        return result
+        # A cycle (a name defined through itself) sees nothing more than the other paths give.
+        return self._memoized((id(expr), receiver), NOTHING, lambda: self._evaluate(expr, scope, receiver))
 
     def _evaluate(self, expr: ast.AST, scope: Scope, receiver: Optional[ProjectClass]) -> Values:
         if isinstance(expr, ast.Name):
