@@ -169,3 +169,34 @@ def test_pad_sequence_padded_back_out_to_an_input_length_is_not_flagged(full_len
         model = nn.DataParallel(Chunker())
     """)
     assert [f.code for f in check_source(source, "model.py", Selection(preview=True))] == (["DPR007"] if flagged else [])
+
+
+@pytest.mark.parametrize("before, flagged", [
+    ("self.measure(tokens)", False),  # the helper sets the sizes, then forward reads them: scratch of the call
+    ("if tokens.dim() > 2:\n                    self.measure(tokens)", True),  # on the other path forward reads old sizes
+    ("pass", True),  # forward reads what an earlier call's helper left
+])
+def test_state_a_helper_sets_before_forward_reads_it_is_scratch(before, flagged):
+    source = textwrap.dedent(f"""\
+        import torch.nn as nn
+
+
+        class Tagger(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = nn.LSTM(4, 4)
+                self.steps = self.batch = 1
+
+            def measure(self, tokens):
+                self.steps, self.batch = tokens.size(0), tokens.size(1)
+
+            def forward(self, tokens):
+                {before}
+                self.lstm.flatten_parameters()
+                out, _ = self.lstm(tokens)
+                if self.training:
+                    self.measure(tokens)
+                return out.view(self.steps, self.batch, -1)
+        """)
+    codes = [finding.code for finding in check_source(source, "model.py", Selection(preview=True))]
+    assert ("DPR006" in codes) == flagged

@@ -69,7 +69,7 @@ Put `# noqa: DPR006` on the reported line.
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -146,7 +146,10 @@ class ModuleStateLostOnReplicas(Rule):
             site = analysis.context.wrap_site(qualname) or direct
             events = _Events()
             events.walk(path.forward.body, self_name(path.forward))
-            forward_writes = {attr for kind, attr, _ in events.order if kind == "write"}
+            # The same with the helpers forward calls run where it calls them: a helper that sets
+            # `self.batch_size` before forward reads it has written first, whatever the file's order says.
+            in_order = _Events({method.name.value: method for method in path.entries})
+            in_order.walk(path.forward.body, self_name(path.forward))
             helper_events = _Events()
             for helper in path.entries:
                 helper_events.walk(helper.body, self_name(helper))
@@ -158,8 +161,7 @@ class ModuleStateLostOnReplicas(Rule):
                     continue
                 if isinstance(node, _Augmented) and attr not in plain:
                     continue  # `self.steps += 1` may update a buffer in place: only a plain value is judged
-                read_back = (events.read_before_write(attr) if attr in forward_writes
-                             else attr in events.read or attr in helper_events.read)
+                read_back = in_order.read_before_write(attr)
                 if not read_back and site is None:
                     continue  # set before it is read (or never read), and nothing says DataParallel runs it
                 if not read_back:
@@ -188,18 +190,34 @@ class _Events:
     """Reads and writes of `self.<attr>` in a method's body, in the order they run: a right-hand side is
     read before its targets are written."""
 
-    def __init__(self) -> None:
+    def __init__(self, helpers: Optional[Dict[str, cst.FunctionDef]] = None) -> None:
         self.order: List[Tuple[str, str, object]] = []
         self.read: Set[str] = set()
+        self._helpers = helpers or {}  # methods called as `self.<name>(...)`, walked where they are called
+        self._entered: Set[str] = set()
+        self._conditions = 0  # how many ifs, loops and trys hold the node being walked
+        self._conditional_writes: Set[int] = set()
 
     def read_before_write(self, attr: str) -> bool:
-        for kind, name, _ in self.order:
-            if name == attr:
-                return kind == "read"
+        """Whether a read of the attribute can run before any write of it: a write under a condition (`if
+        new_epoch: self.clear_totals()`) may not run, so it does not count."""
+        for kind, name, node in self.order:
+            if name == attr and kind == "read":
+                return True
+            if name == attr and id(node) not in self._conditional_writes:
+                return False
         return False
 
     def walk(self, node: cst.CSTNode, me: Optional[str]) -> None:
         if me is None or isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return
+        if isinstance(node, (cst.If, cst.For, cst.While, cst.Try, cst.IfExp)):
+            self._conditions += 1
+            try:
+                for child in node.children:
+                    self.walk(child, me)
+            finally:
+                self._conditions -= 1
             return
         if isinstance(node, cst.Assign):
             self.walk(node.value, me)
@@ -225,6 +243,11 @@ class _Events:
             attr = _setattr_on(node, me)
             if attr is not None:
                 self._event("write", attr, node)
+            helper = is_self_attribute(node.func, me)
+            if helper in self._helpers and helper not in self._entered:
+                self._entered.add(helper)  # its first call decides what it wrote before forward reads on
+                method = self._helpers[helper]
+                self.walk(method.body, self_name(method))
             return
         if is_self_attribute(node, me) is not None:
             self._event("read", node.attr.value, node)
@@ -241,6 +264,8 @@ class _Events:
 
     def _event(self, kind: str, attr: str, node) -> None:
         self.order.append((kind, attr, node))
+        if kind == "write" and self._conditions:
+            self._conditional_writes.add(id(node))
         if kind == "read":
             self.read.add(attr)
 
