@@ -200,3 +200,37 @@ def test_state_a_helper_sets_before_forward_reads_it_is_scratch(before, flagged)
         """)
     codes = [finding.code for finding in check_source(source, "model.py", Selection(preview=True))]
     assert ("DPR006" in codes) == flagged
+
+
+@pytest.mark.parametrize("helper, used, flagged", [
+    ("return pad_sequence(rows, batch_first=True)", "return out, padded(rows)", True),
+    ("result = pad_sequence(rows, batch_first=True)\n    return result", "return out, padded(rows)", True),
+    ("return pad_sequence(rows, batch_first=True)", "return out + padded(rows).sum()", False),  # zeros add nothing
+    ("return torch.stack(rows)", "return out, padded(rows)", False),
+])
+def test_padding_by_a_helper_function_of_the_file(helper, used, flagged):
+    source = textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+        from torch.nn.utils.rnn import pad_sequence
+
+
+        def padded(rows):
+            {helper}
+
+
+        class Scorer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gru = nn.GRU(4, 4, batch_first=True)
+
+            def forward(self, x, *rows):
+                self.gru.flatten_parameters()
+                out, _ = self.gru(x)
+                {used}
+
+
+        model = nn.DataParallel(Scorer())
+        """).format(helper=helper, used=used)
+    codes = [finding.code for finding in check_source(source, "model.py", Selection(preview=True))]
+    assert ("DPR007" in codes) == flagged

@@ -700,6 +700,29 @@ class EvaluatedClasses:
         except RecursionError:
             return None
 
+    def returned_torch_call(self, function_name: str, qualified: str) -> Optional[ast.Call]:
+        """The call of the torch function `qualified` that a function of the file (or one it imports)
+        returns, when it returns one (`def pad_targets(t): return pad_sequence(t, batch_first=True)`)."""
+        try:
+            summary = self.evaluator.summary(self._path)
+            if summary is None:
+                return None
+            for value in self.evaluator.name_values(function_name, summary.module_scope):
+                if not isinstance(value, ProjectFunction):
+                    continue
+                scope = self.evaluator.summary(value.path).functions.get(value.qualname)
+                for returned in scope.returns if scope is not None else ():
+                    bound = scope.bindings.get(returned.id, []) if isinstance(returned, ast.Name) else []
+                    if len(bound) == 1 and bound[0].kind == ASSIGN and not bound[0].positions:
+                        returned = bound[0].value  # `padded = pad_sequence(...)`, then `return padded`
+                    if isinstance(returned, ast.Call) and any(
+                            isinstance(callee, External) and canonical(callee.qualname) == qualified
+                            for callee in self.evaluator.values(returned.func, scope)):
+                        return returned
+        except RecursionError:
+            return None
+        return None
+
     def holders_of(self, qualname: str, holders: Sequence[str]) -> Dict[str, Set[str]]:
         """For each of the classes `holders` of this file, its attributes that only ever hold an instance of
         the class `qualname` of this file (`self.text = TextProcessor(...)`)."""

@@ -9,7 +9,9 @@ with zeros as many steps long as an input's length minus its own), it is not fla
 of it (`torch.bmm`, `torch.matmul`, `@`, `torch.einsum`) that leaves is flagged with both readings in
 the message, since which one holds depends on shapes the linter does not follow: the product keeps the
 replica's length, or, run over time as attention pooling does, it weighs the replica's own padding (a
-softmax over the padded steps gives them weight).
+softmax over the padded steps gives them weight). A call of a function that returns what `pad_sequence`
+makes (`return pad_sequence(rows, batch_first=True)`, in the file or imported from the project) counts as
+the `pad_sequence` call itself.
 
 Padding by hand is flagged the same way: `torch.zeros(...)`, `torch.full(...)`, `x.new_zeros(...)` or
 `x.new_full(...)` in that `forward` with a dimension that is a maximum taken there over what the
@@ -78,6 +80,8 @@ Put `# noqa: DPR007` on the reported line.
 """
 
 from __future__ import annotations
+
+import ast
 
 from typing import Iterator, Optional
 
@@ -155,10 +159,17 @@ class PadsToReplicaLength(Rule):
             flow: Optional[FunctionFlow] = None
             for call in iter_nodes(forward.body, (cst.Call,), skip_nested_scopes=True):
                 name = qualified(call)
+                helper = (analysis.evaluated.returned_torch_call(call.func.value, PAD_SEQUENCE)
+                          if isinstance(call.func, cst.Name) and name != PAD_SEQUENCE else None)
                 if name == PAD_SEQUENCE:
                     what = "pad_sequence() in the wrapped forward pads"
                     time_dim = literal_time_dimension(call_argument(call, 1, "batch_first"))
                     padding = call_argument(call, 2, "padding_value")
+                elif helper is not None:
+                    # `return pad_targets(targets)`, a function returning pad_sequence(...): the same padding.
+                    what = f"{call.func.value}() pads with pad_sequence() in the wrapped forward"
+                    time_dim = _ast_time_dimension(helper)
+                    padding = None if _ast_argument(helper, 2, "padding_value") is None else cst.Name("padding_value")
                 else:
                     creator = tensor_creator(call, name)
                     if creator is None:
@@ -187,6 +198,24 @@ class PadsToReplicaLength(Rule):
                     effect = (", where the product runs over time (attention pooling), it weighs other padding than one "
                               "device would")
                 yield Violation(self.code, _MESSAGE.format(what=what, how=how, effect=effect, site=site), call)
+
+
+def _ast_argument(call: ast.Call, position: int, keyword: str) -> Optional[ast.AST]:
+    for found in call.keywords:
+        if found.arg == keyword:
+            return found.value
+    positional = [arg for arg in call.args if not isinstance(arg, ast.Starred)]
+    return positional[position] if position < len(positional) else None
+
+
+def _ast_time_dimension(call: ast.Call) -> Optional[int]:
+    """1 for `batch_first=True`, 0 for False or none given, None for an expression (as the libcst one)."""
+    batch_first = _ast_argument(call, 1, "batch_first")
+    if batch_first is None or (isinstance(batch_first, ast.Constant) and batch_first.value is False):
+        return 0
+    if isinstance(batch_first, ast.Constant) and batch_first.value is True:
+        return 1
+    return None
 
 
 _MAXIMA = frozenset({"max", "amax"})
