@@ -317,6 +317,13 @@ def first_contact_section(manifest: dict, findings_by_repo: Dict[str, List[dict]
                          f"| {current['tp']} / {current['fp']} / {current['fn']} "
                          f"| {ratio(current['tp'], current['tp'] + current['fp'])} "
                          f"| {ratio(current['tp'], current['tp'] + current['fn'])} |")
+        changed = [f"{rule} {then['tp'] + then['fn']} flagged / {then['fp'] + then['tn']} clean then, "
+                   f"{now[rule]['tp'] + now[rule]['fn']} / {now[rule]['fp'] + now[rule]['tn']} now"
+                   for rule in SCORED_RULES for then in [record["per_rule"][rule]]
+                   if (then["tp"] + then["fn"], then["fp"] + then["tn"])
+                   != (now[rule]["tp"] + now[rule]["fn"], now[rule]["fp"] + now[rule]["tn"])]
+        if changed:
+            lines += ["", "Labels changed since (their reasons say why): " + "; ".join(changed) + "."]
         if record["missed"] or record["false_positives"]:
             wrong = [f"missed {item}" for item in record["missed"]]
             wrong += [f"false positive {item}" for item in record["false_positives"]]
