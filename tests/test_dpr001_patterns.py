@@ -645,3 +645,40 @@ def test_a_rebuild_that_may_not_run_leaves_the_rnn_in_some_configurations():
              "            self.rnn = nn.Sequential(self.rnn)")
     assert findings(model(build)) == [(13, "DPR001")]
     assert "if isinstance(self.rnn, nn.RNNBase):" in fixed(model(build))
+
+
+@pytest.mark.parametrize("holder_calls, flagged", [
+    ("self.out(self.question.encode_all(q))", True),  # the replica's VQA runs encode_all on its copy
+    ("self.out(self.question(q))", False),  # only forward, which compacts first
+    ("self.out(q)", False),  # encode_all never runs on a replica
+])
+def test_a_method_another_module_s_forward_calls_on_its_submodule_is_on_the_forward_path(holder_calls, flagged):
+    source = f"""\
+import torch.nn as nn
+
+
+class Question(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(4, 4, batch_first=True)
+
+    def forward(self, x):
+        self.rnn.flatten_parameters()
+        return self.rnn(x)[0][:, -1]
+
+    def encode_all(self, x):
+        return self.rnn(x)[0]
+
+
+class VQA(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.question = Question()
+        self.out = nn.Linear(4, 2)
+
+    def forward(self, q):
+        return {holder_calls}
+"""
+    assert findings(source) == ([(14, "DPR001")] if flagged else [])
+    if flagged:
+        assert "    def encode_all(self, x):\n        self.rnn.flatten_parameters()\n" in fixed(source)

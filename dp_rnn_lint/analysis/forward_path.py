@@ -110,8 +110,22 @@ class ForwardPath:
         self.forward: Optional[cst.FunctionDef] = found[0] if found else None
         # forward itself, or the methods a forward inherited from another file runs here (`self._forward`)
         self.events: List[Event] = []
-        for method, owner in model.forward_entries(cls):
-            self.events.extend(self.walk(method, owner, set()))
+        entered = model.forward_entries(cls)
+        # Each entry is a way in of its own (the arms of one conditional, as dominates() reads them): a
+        # compaction in forward does not cover an RNN another module runs through `encode_all()`.
+        for method, owner in entered:
+            self.events.extend(self.walk(method, owner, set(), conditions=_entry(method)))
+        # Methods that run an RNN off this path, which another module's forward calls on its instance of
+        # this class (`self.q_emb.forward_all(q)`): on the replicas, they are forward too.
+        walked = {method for method, _ in entered} | {key[0] for key in self._inlined}
+        running = frozenset(name for owner in cls.mro() for name, method in owner.methods.items()
+                            if name != "forward" and not name.startswith("__") and method not in walked
+                            and _mentions_attribute(method, self.rnns))
+        for name in model.called_from_other_forwards(cls, running):
+            found = cls.find_method(name)
+            if found is not None and found[0] not in walked:
+                walked.add(found[0])
+                self.events.extend(self.walk(found[0], found[1], set(), conditions=_entry(found[0])))
 
     def walk(self, method: cst.FunctionDef, owner: ModuleClass, active: Set[cst.FunctionDef],
              handed: Optional[Dict[str, str]] = None, caller: Optional[tuple] = None,
@@ -374,6 +388,19 @@ class _MethodWalker(Visitor):
         self.path.entries.setdefault(method, HelperEntry(call, self.method))
         caller = (self.method, self._statements.insertion_point())
         self.events.extend(self.path.walk(method, owner, self.active, handed, caller, tuple(self._conditions)))
+
+
+_ENTRIES = -1  # the "conditional" whose arms are a class's ways into its forward pass
+
+
+def _entry(method: cst.FunctionDef) -> Conditions:
+    return ((_ENTRIES, method.name.value, False),)
+
+
+def _mentions_attribute(method: cst.FunctionDef, attrs) -> bool:
+    """Whether a method reads `self.<attr>` for one of the attributes."""
+    me = self_name(method)
+    return me is not None and any(is_self_attribute(node, me) in attrs for node in iter_nodes(method.body, (cst.Attribute,)))
 
 
 def _eval_only_arm(test: cst.BaseExpression, me: Optional[str]) -> Optional[str]:

@@ -300,6 +300,33 @@ class ModuleModel:
                 entries.append(hit)
         return entries
 
+    def called_from_other_forwards(self, cls: ModuleClass, names: FrozenSet[str]) -> List[str]:
+        """Which of the methods `names` of `cls` the forward of another module class of this file calls on an
+        attribute that holds an instance of `cls` (`self.encoder.encode_all(x)`): they run on the replicas
+        as much as forward does."""
+        if self._evaluated is None or not names or cls.node not in self._class_scopes:
+            return []
+        found: List[str] = []
+        holders: Optional[Dict[str, set]] = None
+        for other in self.classes:
+            forward = other.find_method("forward") if other is not cls else None
+            me = self_name(forward[0]) if forward is not None else None
+            if me is None:
+                continue
+            calls = [(is_self_attribute(call.func.value, me), call.func.attr.value)
+                     for call in iter_nodes(forward[0].body, (cst.Call,))
+                     if isinstance(call.func, cst.Attribute) and call.func.attr.value in names]
+            calls = [(attr, method) for attr, method in calls if attr]
+            if not calls:
+                continue
+            if holders is None:  # asked only when the text shows such a call: it evaluates every attribute
+                holders = self._evaluated.holders_of(self.qualname(cls.node), [
+                    self.qualname(holder.node) for holder in self.classes
+                    if holder is not cls and holder.node in self._class_scopes])
+            held = holders.get(self.qualname(other.node), set())
+            found += [method for attr, method in calls if attr in held and method not in found]
+        return found
+
     def _inherited_of(self, cls: ModuleClass) -> List[Tuple["ModuleModel", ModuleClass]]:
         return self._inherited(self.qualname(cls.node))
 

@@ -14,7 +14,8 @@ Each path through `forward` counts: an RNN run in both arms of an `if` is report
 no compaction before it, a `flatten_parameters()` under `if not self.training:` does not cover training,
 an RNN handed to a helper (`self.run(x, self.lstm)`) is reported where the helper calls it, and when
 `forward` comes from a base class in another file, the methods of the class it runs (`self._forward()`)
-are the forward pass.
+are the forward pass; so is a method that the forward of another module class of the same file calls on
+its instance of the class (`self.question.encode_all(q)`).
 
 ## Why is this bad?
 `nn.DataParallel` replicates the model onto every GPU for every forward pass. A replica's RNN weights
