@@ -345,3 +345,18 @@ class Net(nn.Module):
         return self.text(q, list(q_len.data)), self.text(v, {passed})
 """
     assert findings(source, "DPR003") == ([(12, "DPR003")] if flagged else [])
+
+
+@pytest.mark.parametrize("body, lengths, params, flagged", [
+    # `if input_lengths:` raises for a tensor of several elements: the code means a list.
+    ("if not input_lengths:\n            input_lengths = [x.size(1)] * x.size(0)", "input_lengths", "input_lengths=None",
+     False),
+    ("pass", "input_lengths", "input_lengths", True),
+    # A member of a tuple parameter, `(tokens, lengths)`: what it holds is not told by the code.
+    ("tokens = batch[0]", "batch[1]", "batch", False),
+    ("order = lengths.argsort(descending=True)", "lengths[order]", "lengths", True),  # still the tensor, reordered
+])
+def test_what_the_code_says_of_a_lengths_parameter(body, lengths, params, flagged):
+    result = lint_source(encoder(lengths=lengths, body=body, params=params).encode(), "model.py",
+                         Selection(select=("DPR003",)))
+    assert bool(result.findings) == flagged

@@ -276,6 +276,8 @@ def _trace(path: ForwardPath, method: cst.FunctionDef, expr: cst.BaseExpression,
             return None  # self.method(...): not a tensor method
         return _trace(path, method, receiver, flows, depth + 1, flow.seq_of.get(expr, before), tensor_methods=True)
     if isinstance(expr, cst.Subscript):
+        if not tensor_methods and _constant_index(expr):
+            return None  # `batch[1]`: a member of a tuple or list parameter, whatever it is
         return _trace(path, method, expr.value, flows, depth + 1, before, tensor_methods)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _ARITHMETIC_OPERATORS):
         return _trace_operands(path, method, expr.left, expr.right, flows, depth, before, tensor_methods)
@@ -414,9 +416,30 @@ def _parameter_kind(analysis: FileAnalysis, forward: Optional[cst.FunctionDef], 
             return "list"
     if isinstance(param.default, (cst.List, cst.Tuple)):
         return "list"
+    if forward is not None and _tested_for_truth(forward, param.name.value):
+        return "list"  # `if lengths:` raises for a tensor of more than one element: the code means a list
     if tensor_methods or (forward is not None and _used_as_tensor(forward, param.name.value)):
         return "tensor"
     return "unknown"
+
+
+def _constant_index(node: cst.Subscript) -> bool:
+    return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) and isinstance(
+        node.slice[0].slice.value, cst.Integer)
+
+
+def _tested_for_truth(function: cst.FunctionDef, name: str) -> bool:
+    """Whether the function tests the name's truth (`if lengths:`, `not lengths`, `lengths and ...`)."""
+    for node in iter_nodes(function.body, (cst.If, cst.While, cst.IfExp, cst.UnaryOperation, cst.BooleanOperation)):
+        if isinstance(node, (cst.If, cst.While, cst.IfExp)):
+            tested = [node.test]
+        elif isinstance(node, cst.UnaryOperation):
+            tested = [node.expression] if isinstance(node.operator, cst.Not) else []
+        else:
+            tested = [node.left, node.right]
+        if any(isinstance(test, cst.Name) and test.value == name for test in tested):
+            return True
+    return False
 
 
 def _callers_pass_lists(analysis: FileAnalysis, path: ForwardPath, param: cst.Param) -> bool:
