@@ -105,3 +105,18 @@ def test_a_root_stops_being_one_when_another_file_makes_it_a_submodule(tmp_path,
         "model = Tagger(LanguageModel())\n")
     assert main(["--cache-dir", str(cache), "--select", "DPR004", str(tmp_path)]) == 0
     assert "All checks passed!" in capsys.readouterr().out
+
+
+def test_a_module_a_factory_returns_is_not_a_root(tmp_path, capsys):
+    # build_encoder() may be called in another module's __init__ (a transducer building its encoder): the
+    # index does not follow the factory's callers, so the class it returns is not taken for a root.
+    factory = "from pkg.lm import LanguageModel\n\n\ndef build():\n    return LanguageModel()\n"
+    write(tmp_path, {"pkg/lm.py": LANGUAGE_MODEL, "pkg/factory.py": factory})
+    status, out = lint(capsys, tmp_path, "--select", "DPR004", "--no-cache")
+    assert status == 0 and "DPR004" not in out, out
+    # Built in a function that keeps it to itself (a script's main): the root it was.
+    (tmp_path / "pkg" / "factory.py").unlink()
+    script = "from pkg.lm import LanguageModel\n\n\ndef main():\n    model = LanguageModel()\n    model.train()\n"
+    write(tmp_path, {"train.py": script})
+    status, out = lint(capsys, tmp_path, "--select", "DPR004", "--no-cache")
+    assert status == 1 and "DPR004" in out, out

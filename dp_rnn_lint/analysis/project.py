@@ -183,7 +183,7 @@ _SETTINGS_ATTRIBUTE_TEXT = re.compile(
 _MAX_DEPTH = 12
 _SITE_TEXT_LIMIT = 60
 # The cache format; bump when the summary's shape changes.
-_SUMMARY_FORMAT = 10
+_SUMMARY_FORMAT = 11
 
 UNKNOWN = None  # a value the summary cannot name (a parameter, a subscript...)
 # What the project's bases say of a class.
@@ -282,6 +282,8 @@ class _Summarizer:
             name = self._assigned_calls.get(id(call))
             if name is not None:
                 handed |= handed_name.get((id(function), name), set())
+            if function is not None and _returns(function, call, name):
+                handed.add(RETURNED)  # a factory: whoever calls it may keep the module as a submodule
             builds.append([callee, call.lineno, cls, sorted(handed)])
         return builds
 
@@ -485,6 +487,21 @@ class _Summarizer:
     def _assigned_values(name: str, scope: ast.AST) -> List[ast.AST]:
         return [node.value for node in _own_nodes(scope, (ast.Assign, ast.AnnAssign, ast.NamedExpr))
                 if node.value is not None and any(isinstance(t, ast.Name) and t.id == name for t in _targets(node))]
+
+
+# What a build is "handed to" when the function holding it returns it (`def build_encoder(): return
+# Encoder(...)`): the factory's callers, which the index does not follow, may keep it in a module.
+RETURNED = "<returned>"
+
+
+def _returns(function: ast.AST, call: ast.Call, name: Optional[str]) -> bool:
+    """Whether the function returns the call's value, directly or through the name it is assigned to."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Return) and node.value is not None:
+            value = node.value
+            if value is call or (name is not None and isinstance(value, ast.Name) and value.id == name):
+                return True
+    return False
 
 
 def _may_pass_rnn_state(forward: ast.AST) -> bool:
@@ -1283,7 +1300,7 @@ class IndexBuilder:
                     continue
                 if owner is not None and self.module_status((file, owner)) != PLAIN:
                     return None  # built inside a module class (or one that may be): a submodule
-                if any(self._may_keep_module(file, other) for other in handed):
+                if RETURNED in handed or any(self._may_keep_module(file, other) for other in handed):
                     return None
                 cell = self._cell_of(file, line)
                 sites.append(f"{shown_path(self.paths[file])}:" + (f"cell {cell[0]}:{cell[1]}" if cell else str(line)))

@@ -18,7 +18,8 @@ nothing that may keep them as a submodule (another module class's constructor, `
 in DataParallel, even when the wrap is not in the project. The message says that the class was checked
 as a root and where the project builds it. A class nothing in the project builds is not a root (a
 registry or a configuration may build it as a submodule), nor is an encoder handed to `Seq2Seq(encoder,
-decoder)`, whose state never leaves the replica running `Seq2Seq`. With `--scope wrapped` only wraps
+decoder)`, whose state never leaves the replica running `Seq2Seq`, nor one a factory function returns
+(`def build_encoder(): return Encoder(...)`: a module's `__init__` may call it). With `--scope wrapped` only wraps
 count, unless a wrap could not be resolved.
 
 ## Why is this bad?
