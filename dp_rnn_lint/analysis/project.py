@@ -259,9 +259,9 @@ class _Summarizer:
             info["state"] = forward is not None and _may_pass_rnn_state(forward)
         return {"module": self.module, "package": self.is_package, "imports": self.imports,
                 "classes": self.classes, "functions": self.functions, "wraps": self.wraps, "hands": self.hands,
-                "calls": sorted(self.top_calls), "builds": self._builds(calls)}
+                "calls": sorted(self.top_calls), "builds": self._builds(calls, returns)}
 
-    def _builds(self, calls) -> List[list]:
+    def _builds(self, calls, returns: Dict[str, List[Tuple[ast.Return, ast.AST]]]) -> List[list]:
         """Each call of a class-like name (`Encoder(...)`: its last part capitalised), as [callee, line,
         the class whose body holds it or None, the class-like callees it is handed to]: handed directly
         (`Seq2Seq(Encoder(), ...)`) or through a name it is assigned to in the same function
@@ -276,13 +276,17 @@ class _Summarizer:
                     handed_call.setdefault(id(arg), set()).add(callee)
                 elif isinstance(arg, ast.Name):
                     handed_name.setdefault((id(function), arg.id), set()).add(callee)
+        # What the module-level functions return: a call, or a name (the scan has their return statements).
+        returned_calls = {id(node.value) for found in returns.values() for node, _ in found if node.value is not None}
+        returned_names = {(id(function), node.value.id) for found in returns.values() for node, function in found
+                          if isinstance(node.value, ast.Name)}
         builds = []
         for call, callee, function, cls in class_like:
             handed = set(handed_call.get(id(call), ()))
             name = self._assigned_calls.get(id(call))
             if name is not None:
                 handed |= handed_name.get((id(function), name), set())
-            if function is not None and _returns(function, call, name):
+            if id(call) in returned_calls or (id(function), name) in returned_names:
                 handed.add(RETURNED)  # a factory: whoever calls it may keep the module as a submodule
             builds.append([callee, call.lineno, cls, sorted(handed)])
         return builds
@@ -492,16 +496,6 @@ class _Summarizer:
 # What a build is "handed to" when the function holding it returns it (`def build_encoder(): return
 # Encoder(...)`): the factory's callers, which the index does not follow, may keep it in a module.
 RETURNED = "<returned>"
-
-
-def _returns(function: ast.AST, call: ast.Call, name: Optional[str]) -> bool:
-    """Whether the function returns the call's value, directly or through the name it is assigned to."""
-    for node in ast.walk(function):
-        if isinstance(node, ast.Return) and node.value is not None:
-            value = node.value
-            if value is call or (name is not None and isinstance(value, ast.Name) and value.id == name):
-                return True
-    return False
 
 
 def _may_pass_rnn_state(forward: ast.AST) -> bool:
