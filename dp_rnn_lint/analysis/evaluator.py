@@ -310,21 +310,17 @@ class Evaluator:
                 self._bind_loop(element, iterable, scope, positions + (index,))
 
     # -- members of containers ------------------------------------------------------------------------
-    @staticmethod
-    def _members(values: Values) -> Values:
-        found = set()
-        for value in values:
-            if isinstance(value, Container):
-                found |= value.members
-            else:
-                found.add(Unknown(Why.UNSUPPORTED))
-        return frozenset(found)
+    def _members(self, values: Values) -> Values:
+        """What the containers among the values can hold, anywhere in them."""
+        return self._member_at(values, None)
 
-    def _member_at(self, values: Values, position: int) -> Values:
+    @staticmethod
+    def _member_at(values: Values, position: Optional[int]) -> Values:
+        """What the containers among the values hold at a position (None: anywhere)."""
         found = set()
         for value in values:
-            if isinstance(value, Container) and value.positions is not None and -len(value.positions) <= position < len(
-                    value.positions):
+            if isinstance(value, Container) and position is not None and value.positions is not None and (
+                    -len(value.positions) <= position < len(value.positions)):
                 found |= value.positions[position]
             elif isinstance(value, Container):
                 found |= value.members
