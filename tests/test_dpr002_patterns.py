@@ -412,6 +412,9 @@ class Encoder(nn.Module):
     "        return out",
     "pad = torch.zeros(out.size(0), x.size(1) - out.size(1), 4).to(out.device).float()\n"
     "        return torch.cat([out, pad], 1)",
+    # Read at the steps an index names (each word's last character): as many steps as the index has.
+    "return torch.gather(out, 1, lengths.unsqueeze(2).expand(-1, -1, out.size(2)) - 1)",
+    "return out.gather(1, x.long())",
 ])
 def test_a_padded_tensor_that_never_leaves_is_not_flagged(body):
     assert findings(FLOW.format(padding="", body=body), code="DPR002") == []
@@ -448,6 +451,7 @@ def test_a_padded_tensor_that_never_leaves_is_not_flagged(body):
      "gathering the outputs fails"),
     ("pad = torch.zeros(out.size(0), int(lens.max()) - out.size(1), 4).type(out.data.type())\n"
      "        return torch.cat([out, pad], 1)", "gathering the outputs fails"),
+    ("return torch.gather(out, 2, x.long())", "gathering the outputs fails"),  # along the features: time stays
     # ... or to the length of a mask this replica builds from its own lengths, not an input.
     ("mask = torch.arange(int(lens.max()))[None, :] < lens[:, None]\n"
      "        zeros = out.new_zeros(out.size(0), mask.size(1) - out.size(1), 4)\n        return torch.cat([out, zeros], 1)",

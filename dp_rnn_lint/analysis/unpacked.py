@@ -350,6 +350,8 @@ class _Walk:
             if receiver is not None:
                 if method in _SCALAR_METHODS:
                     return None
+                if method == "gather" and self._along_time(call_argument(node, 0, "dim")):
+                    return None  # `out.gather(1, positions)`: read at given steps, as long as the index
                 if method in _REDUCTIONS:
                     return self.reduction(node, method, call_argument(node, 0, "dim"), receiver)
             if method in _PRODUCTS and (receiver is not None or any(arguments)):
@@ -371,11 +373,17 @@ class _Walk:
         if isinstance(func, cst.Name) and func.value in _NOT_TENSORS and name in (None, f"builtins.{func.value}"):
             return None
         function = name.rsplit(".", 1)[-1] if name is not None and name.startswith("torch.") else None
+        if function == "gather" and arguments[:1] in ([PADDED], [PRODUCT]) and self._along_time(
+                call_argument(node, 1, "dim")):
+            return None  # torch.gather(out, 1, positions): the steps the index names, as many as it has
         if function in _REDUCTIONS and arguments[:1] in ([PADDED], [PRODUCT]):  # torch.mean(out, 1)
             return self.reduction(node, function, call_argument(node, 1, "dim"), arguments[0])
         if function in _PRODUCTS:
             return self.through_product(name)
         return _padded_of(arguments)  # a layer, an activation, torch.cat: the time dimension is still there
+
+    def _along_time(self, dim: Optional[cst.BaseExpression]) -> bool:
+        return self.time_dim is not None and _integer_value(dim) == self.time_dim
 
     def through_product(self, name: str) -> str:
         self.product = name

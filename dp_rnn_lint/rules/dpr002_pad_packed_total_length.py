@@ -11,7 +11,8 @@ loops in the function that unpacks it. Not flagged, because no tensor padded to 
 leaves: the tensor is packed again before it leaves (`pack_padded_sequence`, `pack_sequence`,
 `PackedSequence(...)`: stacked layers, a loop over time steps with a cell, reversing sequences within
 their lengths, a layer that returns a `PackedSequence`); it is only summed over time with zero padding;
-it is only indexed at given steps (`out[:, t]` in a loop, `out[rows, positions]`); or it is padded back
+it is only indexed at given steps (`out[:, t]` in a loop, `out[rows, positions]`, `torch.gather(out, 1,
+positions)` along time); or it is padded back
 out along time to an input's length before it leaves, as AllenNLP's encoder wrapper does
 (`torch.cat([out, out.new_zeros(batch, mask.size(1) - out.size(1), size)], 1)`, the sizes possibly
 through names).
