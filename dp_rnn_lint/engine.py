@@ -68,7 +68,7 @@ class Selection:
     def rules(self) -> List[Rule]:
         from .rules import ALL_RULES
 
-        return [rule for rule in ALL_RULES if self.enabled(rule.code)]
+        return [rule.with_preview_modes() if self.preview else rule for rule in ALL_RULES if self.enabled(rule.code)]
 
     @property
     def reports_unused_noqa(self) -> bool:

@@ -159,14 +159,14 @@ def test_a_nested_function_is_left_alone_when_forward_rebinds_the_lengths():
     ("lengths", False),
 ], ids=["annotated", "annotated-long", "unknown"])
 def test_fix_is_safe_only_when_the_parameter_is_known_to_be_a_tensor(params, safe):
-    result = lint_source(encoder(params=params).encode(), "model.py", Selection(select=("DPR003",)))
+    result = lint_source(encoder(params=params).encode(), "model.py", Selection(select=("DPR003",), preview=True))
     [finding] = result.findings
     assert finding.fix.safe is safe
 
 
 def test_a_parameter_used_as_a_tensor_makes_the_fix_safe():
     source = encoder(body="longest = lengths.max()")
-    [finding] = lint_source(source.encode(), "model.py", Selection(select=("DPR003",))).findings
+    [finding] = lint_source(source.encode(), "model.py", Selection(select=("DPR003",), preview=True)).findings
     assert finding.fix.safe
 
 
@@ -279,7 +279,7 @@ def test_a_shadowed_torch_is_not_taken_for_torch():
     ("(tokens != 0).sum(1)", "pass", "tokens", True),
 ], ids=["arithmetic", "tensor-method", "torch-function", "comparison-sum"])
 def test_derived_lengths_fix_is_safe_when_a_tensor_operation_shows_the_parameter_is_one(lengths, body, params, safe):
-    result = lint_source(encoder(lengths, body, params).encode(), "model.py", Selection(select=("DPR003",)))
+    result = lint_source(encoder(lengths, body, params).encode(), "model.py", Selection(select=("DPR003",), preview=True))
     [finding] = result.findings
     assert finding.fix.safe is safe
 
@@ -306,7 +306,7 @@ LIST_SOURCE = encoder(params="lengths: List[int]") + "\n\nmodel = nn.DataParalle
 def test_list_lengths_are_flagged_unfixable_only_in_wrapped_scope():
     assert findings(LIST_SOURCE, code="DPR003") == []
     context = build_index(["model.py"], sources={"model.py": LIST_SOURCE.encode()}).context_for("model.py", "wrapped")
-    result = lint_source(LIST_SOURCE.encode(), "model.py", Selection(select=("DPR003",)), context=context)
+    result = lint_source(LIST_SOURCE.encode(), "model.py", Selection(select=("DPR003",), preview=True), context=context)
     [finding] = result.findings
     assert not finding.fixable
     assert "a list parameter of forward" in finding.message
@@ -358,5 +358,17 @@ class Net(nn.Module):
 ])
 def test_what_the_code_says_of_a_lengths_parameter(body, lengths, params, flagged):
     result = lint_source(encoder(lengths=lengths, body=body, params=params).encode(), "model.py",
-                         Selection(select=("DPR003",)))
+                         Selection(select=("DPR003",), preview=True))
     assert bool(result.findings) == flagged
+
+
+@pytest.mark.parametrize("params, body, default", [
+    ("lengths", "pass", False),  # nothing types it: reported with --preview only
+    ("lengths: torch.Tensor", "pass", True),
+    ("lengths", "steps = lengths.max()", True),  # used as a tensor
+])
+def test_lengths_nothing_types_are_reported_in_preview_only(params, body, default):
+    source = encoder(params=params, body=body).encode()
+    found = lint_source(source, "model.py", Selection(select=("DPR003",))).findings
+    assert bool(found) == default
+    assert lint_source(source, "model.py", Selection(select=("DPR003",), preview=True)).findings

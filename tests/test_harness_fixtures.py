@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dp_rnn_lint.engine import lint_path  # noqa: E402
+from dp_rnn_lint.engine import Selection, lint_path  # noqa: E402
 from dp_rnn_lint.harness import check_data_parallel  # noqa: E402
 from dp_rnn_lint.harness.loading import LoadProblem, load_model_and_inputs  # noqa: E402
 
@@ -78,7 +78,7 @@ def test_fixture_fails_the_harness_with_exactly_its_pitfalls(path):
 def test_fix_makes_the_model_pass_and_changes_no_numbers(path, tmp_path):
     copy = tmp_path / path.name
     shutil.copyfile(path, copy)
-    result = lint_path(str(copy), fix=True, write=True, unsafe_fixes=True)
+    result = lint_path(str(copy), Selection(preview=True), fix=True, write=True, unsafe_fixes=True)
     assert result.problem is None
     unfixable = {code for _, code, fixable in expected_findings(path) if not fixable}
     noqa = set(re.findall(r"noqa: ?(DPR\d{3})", path.read_text(encoding="utf-8", errors="replace")))

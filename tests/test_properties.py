@@ -18,7 +18,7 @@ hypothesmith = pytest.importorskip("hypothesmith")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from dp_rnn_lint.engine import check_source, lint_source  # noqa: E402
+from dp_rnn_lint.engine import Selection, check_source, lint_source  # noqa: E402
 from .helpers import unscreened_findings  # noqa: E402
 
 EXAMPLES = int(os.environ.get("DP_RNN_LINT_EXAMPLES", "60"))
@@ -321,11 +321,11 @@ def test_generated_models_are_fixed_with_exactly_the_intended_edits(source):
 def check_generated_model(source: str) -> None:
     data = source.encode()
     compile(data, "model.py", "exec", dont_inherit=True)
-    first = lint_source(data, "model.py", fix=True, unsafe_fixes=True)
+    first = lint_source(data, "model.py", Selection(preview=True), fix=True, unsafe_fixes=True)
     assert first.problem is None, first.problem
-    before = lint_source(data, "model.py")
+    before = lint_source(data, "model.py", Selection(preview=True))
     # The cheap screen never hides a finding the analysis makes.
-    assert [(f.line, f.col, f.code) for f in check_source(data, "model.py")] == unscreened_findings(data)
+    assert [(f.line, f.col, f.code) for f in check_source(data, "model.py", Selection(preview=True))] == unscreened_findings(data)
     fixable = [f for f in before.findings if f.fixable]
     if first.fixed is None:
         assert not fixable
@@ -352,7 +352,7 @@ def check_generated_model(source: str) -> None:
     assert (b"\r\n" in fixed) == (b"\r\n" in data)
     assert fixed.endswith(b"\n") == data.endswith(b"\n")
 
-    again = lint_source(fixed, "model.py", fix=True, unsafe_fixes=True)
+    again = lint_source(fixed, "model.py", Selection(preview=True), fix=True, unsafe_fixes=True)
     assert again.fixed is None, "a second fix changed the file again"
     # The fixing run checks its edited tree without parsing the new text: it must report what a run
     # over the fixed file reports.

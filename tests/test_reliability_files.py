@@ -129,7 +129,7 @@ def test_concurrent_fix_runs_leave_every_file_fixed_or_untouched(tmp_path):
     sources = [p for p in sorted(FIXTURES.glob("DPR00*/*.py")) if golden_path(p).exists()]
     for index, source in enumerate(sources * 3):
         (tmp_path / f"m{index:03d}_{source.name}").write_bytes(source.read_bytes())
-    command = [sys.executable, "-m", "dp_rnn_lint", "--fix", "--unsafe-fixes", "."]
+    command = [sys.executable, "-m", "dp_rnn_lint", "--preview", "--fix", "--unsafe-fixes", "."]
     runs = [subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
     outputs = [process.communicate(timeout=300) for process in runs]
     for _, stderr in outputs:

@@ -79,9 +79,9 @@ def located(output: str) -> set:
 ], ids=["any", "wrapped", "wrapped-with-unresolved-wrap"])
 def test_cli_and_flake8_report_what_the_sample_projects_markers_say(project, scope, cli_options, flake8_options, markers):
     want = set().union(*(expected(marker) for marker in markers))
-    cli = run(project, "--format", "concise", "--scope", scope, *cli_options)
+    cli = run(project, "--format", "concise", "--preview", "--scope", scope, *cli_options)
     assert located(cli.stdout) == want, cli.stdout
-    plugin = flake8(project, f"--dp-rnn-scope={scope}", *flake8_options)
+    plugin = flake8(project, f"--dp-rnn-scope={scope}", "--dp-rnn-preview", *flake8_options)
     assert located(plugin.stdout) == want, plugin.stdout
 
 

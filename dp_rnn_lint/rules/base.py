@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 from dataclasses import dataclass
 from typing import ClassVar, Iterator, Optional, Tuple
@@ -22,12 +23,22 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]
+    # Whether the rule's modes still in preview run too (`--preview`): a rule asks it of itself.
+    preview_modes: bool = False
     # Code that must not be flagged, and code that must be (with its fixed form).
     valid_examples: ClassVar[Tuple[str, ...]] = ()
     invalid_examples: ClassVar[Tuple[Example, ...]] = ()
 
     def check(self, analysis: FileAnalysis) -> Iterator[Violation]:
         raise NotImplementedError
+
+    def with_preview_modes(self) -> "Rule":
+        """The same rule with its preview modes on."""
+        if self.preview_modes:
+            return self
+        rule = copy.copy(self)
+        rule.preview_modes = True
+        return rule
 
     @classmethod
     def documentation(cls) -> str:

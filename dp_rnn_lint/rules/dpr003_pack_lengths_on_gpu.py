@@ -59,6 +59,12 @@ class Encoder(nn.Module):
         return h_n[-1]
 ```
 
+## Preview
+By default only lengths the code shows to be a tensor are reported (annotated as one, or used as one:
+`lengths.max()`, `mask.sum(1)`, `torch.div(lengths, 2)`). A parameter nothing in the code types is
+reported only with `--preview`: on code outside the labelled corpus most such parameters were lists the
+callers build in other files (benchmarks/review.tsv), which `pack_padded_sequence` takes on the CPU.
+
 ## Fix safety
 The fix appends `.cpu()` to the lengths argument. On a tensor already on the CPU, `.cpu()` returns
 the tensor itself, so on one device nothing changes. It is safe when the parameter is known to be a
@@ -236,6 +242,8 @@ class PackLengthsOnGpu(Rule):
             if not wrapped:
                 return None  # only known to break where DataParallel runs the class
             return Violation(self.code, _LIST_MESSAGE.format(param=name) + note, event.call)
+        if kind == "unknown" and not self.preview_modes:
+            return None  # a parameter nothing shows to be a tensor: in preview (its callers often pass lists)
         shown = analysis.module.code_for_node(lengths).strip()
         message = _MESSAGE.format(param=name, shown=shown if is_atomic(lengths) else f"({shown})")
         fix = Fix((AppendMethodCall(lengths, "cpu", shown),), safe=kind == "tensor")
