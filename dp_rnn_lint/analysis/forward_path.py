@@ -133,10 +133,7 @@ class ForwardPath:
         """The events of one method; `handed`: its parameters that the call passes an RNN attribute for,
         run where `caller` (the calling method and the statement holding the call) can compact it first;
         `conditions`: those of the call that enters the method."""
-        walker = _MethodWalker(self, method, owner, active | {method})
-        walker._aliases.update(handed or {})
-        walker.handed, walker.caller = dict(handed or {}), caller
-        walker._conditions = list(conditions)
+        walker = _MethodWalker(self, method, owner, active | {method}, handed or {}, caller, conditions)
         walk(method.body, walker)
         return walker.events
 
@@ -148,7 +145,8 @@ _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.Di
 
 
 class _MethodWalker(Visitor):
-    def __init__(self, path: ForwardPath, method: cst.FunctionDef, owner: ModuleClass, active: Set[cst.FunctionDef]) -> None:
+    def __init__(self, path: ForwardPath, method: cst.FunctionDef, owner: ModuleClass, active: Set[cst.FunctionDef],
+                 handed: Dict[str, str], caller: Optional[tuple], conditions: Conditions) -> None:
         self.path = path
         self.model = path.model
         self.method = method
@@ -161,11 +159,11 @@ class _MethodWalker(Visitor):
         self._statements = StatementTracker()
         # Local names that stand for an RNN attribute: loop variables over a ModuleList, `rnn = self.rnn`.
         self._loop_aliases: List[Dict[str, str]] = []
-        self._aliases: Dict[str, str] = {}
+        self._aliases: Dict[str, str] = dict(handed)
         self._loop_depth = 0
-        self.handed: Dict[str, str] = {}  # parameters the call passed an RNN attribute for
-        self.caller: Optional[tuple] = None  # (method, statement) of that call
-        self._conditions: List[Tuple[int, str, bool]] = []  # the arms around the node being visited
+        self.handed: Dict[str, str] = dict(handed)  # parameters the call passed an RNN attribute for
+        self.caller: Optional[tuple] = caller  # (method, statement) of that call
+        self._conditions: List[Tuple[int, str, bool]] = list(conditions)  # the arms around the node visited
         self._arms: Dict[int, Tuple[int, str, bool]] = {}  # the arm each branch node starts, until visited
         self._entered: Set[int] = set()
 
