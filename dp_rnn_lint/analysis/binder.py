@@ -91,7 +91,8 @@ def bind_file(path: str, tree: ast.Module) -> FileSummary:
     return summary
 
 
-def _self_attribute(node: ast.AST, me: Optional[str]) -> Optional[str]:
+def self_attribute(node: ast.AST, me: Optional[str]) -> Optional[str]:
+    """`rnn` for `self.rnn`, where `me` is the name the method's instance goes by."""
     if me and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == me:
         return node.attr
     return None
@@ -244,7 +245,7 @@ class _Binder:
                 else:
                     self.target(element, value, scope, cls, positions + (index,), loop)
         elif isinstance(target, ast.Attribute):
-            attr = _self_attribute(target, scope.self_name)
+            attr = self_attribute(target, scope.self_name)
             if attr is not None and cls is not None and value is not None and not loop:
                 cls.self_assigned.setdefault(attr, []).append((value, scope, positions))
                 if self.conditional:
@@ -255,7 +256,7 @@ class _Binder:
     def grow(self, target: ast.AST, value: ast.AST, how: str, scope: Scope, cls: Optional[ClassInfo]) -> None:
         if isinstance(target, ast.Name):
             scope.grown.setdefault(target.id, []).append((value, how))
-        attr = _self_attribute(target, scope.self_name)
+        attr = self_attribute(target, scope.self_name)
         if attr is not None and cls is not None:
             cls.self_grown.setdefault(attr, []).append((value, how, scope))
 

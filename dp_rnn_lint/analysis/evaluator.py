@@ -19,8 +19,10 @@ import ast
 import os
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
+from ..files import project_root
 from .binder import (ASSIGN, DEF, FROM_IMPORT, LOOP, MODULE_IMPORT, PARAM, SELF, Binding, ClassInfo, FileSummary, Scope,
-                     bind_file)
+                     bind_file, self_attribute)
+from .screen import without_device_moves
 from .torch_names import MODULE_LIST, MODULE_METHODS_RETURNING_SELF, THIRD_PARTY_MODULE_BASES, canonical, is_module_base
 from .values import (NOTHING, Constant, Container, External, Instance, ProjectClass, ProjectFunction, ProjectModule,
                      RnnFact, RnnKind, Unknown, Value, Values, Why, external, torch_rnn_kind)
@@ -35,7 +37,6 @@ _RNN_BASE = "torch.nn.RNNBase"
 _TORCH_NN_MODULES = frozenset({"torch.nn", "torch.nn.modules", "torch.nn.modules.rnn"})
 _CONTAINER_CLASSES = {MODULE_LIST: "ModuleList", "torch.nn.ModuleDict": "ModuleDict", "builtins.list": "list",
                       "builtins.tuple": "tuple", "builtins.set": "set"}
-_ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 
 # Bound files shared by every evaluator of the process: path -> ((size, mtime_ns), summary or None).
 _BOUND: Dict[str, Tuple[Tuple[int, int], Optional[FileSummary]]] = {}
@@ -80,10 +81,11 @@ class Evaluator:
         path = os.path.abspath(path)
         return self._own.get(path) or _bound_from_disk(path)
 
-    def _import_roots(self, folder: str) -> Tuple[str, ...]:
-        """Where an absolute import made in `folder` is looked for: the folder itself when it is no package
-        (a script imports its neighbours; a package's module does not: `pkg/utils/torch.py` is not `torch`),
-        the folder above its top package, and the project root (and its `src`)."""
+    def _import_roots(self, from_path: str) -> Tuple[str, ...]:
+        """Where an absolute import made in the file `from_path` is looked for: its folder when that is no
+        package (a script imports its neighbours; a package's module does not: `pkg/utils/torch.py` is not
+        `torch`), the folder above its top package, and the project root (and its `src`)."""
+        folder = os.path.dirname(from_path)
         if folder in self._roots:
             return self._roots[folder]
         roots = [] if os.path.isfile(os.path.join(folder, "__init__.py")) else [folder]
@@ -91,15 +93,9 @@ class Evaluator:
         while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
             top = os.path.dirname(top)
         roots.append(top)
-        probe = folder
-        while True:
-            if any(os.path.exists(os.path.join(probe, marker)) for marker in _ROOT_MARKERS):
-                roots.extend([probe, os.path.join(probe, "src")])
-                break
-            parent = os.path.dirname(probe)
-            if parent == probe:
-                break
-            probe = parent
+        project = project_root(from_path)
+        if project is not None:
+            roots.extend([str(project), str(project / "src")])
         found = tuple(dict.fromkeys(roots))
         self._roots[folder] = found
         return found
@@ -113,7 +109,7 @@ class Evaluator:
                 base = os.path.dirname(base)
             roots: Iterable[str] = (base,)
         else:
-            roots = self._import_roots(os.path.dirname(from_path))
+            roots = self._import_roots(from_path)
         for root in roots:
             stem = os.path.join(root, *parts)
             if parts and os.path.isfile(stem + ".py"):
@@ -121,12 +117,6 @@ class Evaluator:
             if os.path.isfile(os.path.join(stem, "__init__.py")):
                 return os.path.join(stem, "__init__.py")
         return None
-
-    @staticmethod
-    def _absolute(module: str, level: int, from_path: str) -> Optional[str]:
-        if not level:
-            return module
-        return None  # a relative import that reaches no project file: nothing to name it by
 
     # -- names --------------------------------------------------------------------------------------------
     def name_values(self, name: str, scope: Scope, receiver: Optional[ProjectClass] = None) -> Values:
@@ -138,15 +128,15 @@ class Evaluator:
                     current.bindings[name]
                 return self._union(self.binding_values(b, current, receiver) for b in bindings)
             if current.kind == "module":
-                return self._module_name(current.path, name, set())
+                return self._module_name(current.path, name)
             current, first = current.parent, False
         return frozenset({Unknown(Why.UNRESOLVED)})
 
-    def _module_name(self, path: str, name: str, seen: set) -> Values:
+    def _module_name(self, path: str, name: str) -> Values:
         """A module-level name of a file: its own binding, one a star import brings, or a builtin.
         Memoized; a cycle of imports (a re-export of a re-export of itself) sees nothing more."""
         return self._memoized(("module-name", path, name), frozenset({Unknown(Why.UNRESOLVED)}),
-                              lambda: self._module_name_uncached(path, name, seen))
+                              lambda: self._module_name_uncached(path, name))
 
     def _memoized(self, key: tuple, in_progress: Values, compute: Callable[[], Values]) -> Values:
         """The answer for `key`, computed once; a question asked again while it is being answered (a cycle)
@@ -165,11 +155,10 @@ class Evaluator:
         self._memo[key] = found
         return found
 
-    def _module_name_uncached(self, path: str, name: str, seen: set) -> Values:
+    def _module_name_uncached(self, path: str, name: str) -> Values:
         summary = self.summary(path)
-        if summary is None or path in seen:
+        if summary is None:
             return frozenset({Unknown(Why.UNRESOLVED)})
-        seen.add(path)
         scope = summary.module_scope
         if name in scope.bindings:
             return self._union(self.binding_values(b, scope, None) for b in scope.bindings[name])
@@ -179,7 +168,7 @@ class Evaluator:
                 exported = self.summary(target)
                 if exported is not None and (name in (exported.exports or ()) or (
                         exported.exports is None and not name.startswith("_"))):
-                    found = self._module_name(target, name, seen)
+                    found = self._module_name(target, name)
                     if not all(isinstance(value, Unknown) for value in found):
                         return found
             elif not level and module.split(".")[0] == "torch":
@@ -227,7 +216,7 @@ class Evaluator:
     def _imported(self, binding: Binding, path: str) -> Values:
         target = self.module_path(binding.module, binding.level, path)
         if target is not None:
-            found = self._module_name(target, binding.name, set())
+            found = self._module_name(target, binding.name)
             if not all(isinstance(value, Unknown) for value in found):
                 return found
             dotted = f"{binding.module}.{binding.name}" if binding.module else binding.name
@@ -333,7 +322,7 @@ class Evaluator:
         if isinstance(base, External):
             return frozenset({external(f"{base.qualname}.{attr}", base.guess)})
         if isinstance(base, ProjectModule):
-            found = self._module_name(base.path, attr, set())
+            found = self._module_name(base.path, attr)
             if all(isinstance(value, Unknown) for value in found):
                 folder = os.path.dirname(base.path) if base.path.endswith("__init__.py") else None
                 if folder is not None:
@@ -426,8 +415,6 @@ class Evaluator:
             if canonical(qualname) in _CONTAINER_CLASSES:
                 qualname = canonical(qualname)
                 members = self._members(self.values(call.args[0], scope, receiver)) if call.args else NOTHING
-                if call.args and isinstance(call.args[0], ast.Dict):
-                    members = self._members(self.values(call.args[0], scope, receiver))
                 return frozenset({Container(_CONTAINER_CLASSES[qualname], members)})
             if qualname.rsplit(".", 1)[-1][:1].isupper():
                 return frozenset({Instance(function)})
@@ -439,12 +426,7 @@ class Evaluator:
         summary = self.summary(function.path)
         if summary is None:
             return frozenset({Unknown(Why.UNRESOLVED)})
-        scope = summary.functions.get(function.qualname)
-        if scope is None:
-            owner, _, name = function.qualname.rpartition(".")
-            info = summary.classes.get(owner)
-            node = info.methods.get(name) if info is not None else None
-            scope = summary.scope_of(node) if node is not None else None
+        scope = summary.functions.get(function.qualname)  # methods and static methods too
         if scope is None:
             return frozenset({Unknown(Why.UNRESOLVED)})
         if function.receiver is not None and scope.owner_class is not None:
@@ -508,21 +490,12 @@ class Evaluator:
 
     def rnn_class_kinds(self, cls: Union[ProjectClass, External]) -> FrozenSet[RnnKind]:
         """The torch RNN kinds a class is (a subclass of nn.LSTM is an LSTM; of nn.RNNBase, any)."""
-        if isinstance(cls, External):
-            kind = torch_rnn_kind(cls)
-            if kind is not None:
-                return frozenset({kind})
-            return frozenset(RnnKind) if canonical(cls.qualname) == _RNN_BASE else frozenset()
-        kinds = set()
-        for owner in self.mro(cls)[1:]:
-            if isinstance(owner, External):
-                kinds |= self.rnn_class_kinds(owner)
-        if RnnKind.LSTM in kinds or RnnKind.GRU in kinds or RnnKind.RNN in kinds:
-            specific = {kind for owner in self.mro(cls)[1:] if isinstance(owner, External)
-                        for kind in ([torch_rnn_kind(owner)] if torch_rnn_kind(owner) else [])}
-            if specific:
-                kinds = specific
-        return frozenset(kinds)
+        torch_bases = [cls] if isinstance(cls, External) else [
+            owner for owner in self.mro(cls)[1:] if isinstance(owner, External)]
+        specific = frozenset(kind for kind in map(torch_rnn_kind, torch_bases) if kind is not None)
+        if specific:
+            return specific
+        return frozenset(RnnKind) if any(canonical(base.qualname) == _RNN_BASE for base in torch_bases) else frozenset()
 
     def handles_own_weights(self, cls: ProjectClass) -> bool:
         """A project RNN class whose own forward compacts its weights, or replaces them (weight drop, where
@@ -532,7 +505,7 @@ class Evaluator:
             forward = info.methods.get("forward") if info is not None else None
             if forward is None:
                 continue
-            me = forward.args.args[0].arg if forward.args.args else None
+            me = self._instance_name(owner, forward)
             for node in ast.walk(forward):
                 if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                         and node.func.attr == "flatten_parameters" and isinstance(node.func.value, ast.Name)):
@@ -544,6 +517,11 @@ class Evaluator:
                     return True
             return False
         return False
+
+    def _instance_name(self, owner: ProjectClass, method: ast.AST) -> Optional[str]:
+        """The name a method's instance goes by (`self`), as the binder found it."""
+        scope = self.summary(owner.path).scope_of(method)
+        return scope.self_name if scope is not None else None
 
     def find_method(self, cls: ProjectClass, name: str) -> Optional[Tuple[ProjectClass, ast.AST]]:
         """The class of the MRO whose body defines a method, and the method."""
@@ -562,10 +540,10 @@ class Evaluator:
             return []
         entries: List[str] = []
         seen = set()
-        pending = [found[1]]
+        pending = [found]
         while pending:
-            method = pending.pop(0)
-            me = method.args.args[0].arg if method.args.args else None
+            owner, method = pending.pop(0)
+            me = self._instance_name(owner, method)
             calls = sorted((node for node in ast.walk(method) if isinstance(node, ast.Call)),
                            key=lambda node: (node.lineno, node.col_offset))
             for call in calls:
@@ -581,7 +559,7 @@ class Evaluator:
                 if target[0].path == cls.path:
                     entries.append(func.attr)
                 elif len(seen) < 50:
-                    pending.append(target[1])
+                    pending.append(target)
         return entries
 
     # -- which attributes hold torch RNNs -----------------------------------------------------------------
@@ -597,28 +575,22 @@ class Evaluator:
         """What a set of values says about RNNs: None when none of them is a torch RNN."""
         kinds, certain, other, maybe_none, is_list, reasons = set(), set(), False, False, False, set()
         for value in values:
-            if isinstance(value, Container) and value.kind in ("list", "tuple", "ModuleList"):
-                for member in value.members:
-                    found = self.rnn_kinds_of(member)
+            listed = isinstance(value, Container) and value.kind in ("list", "tuple", "ModuleList")
+            for item in value.members if listed else (value,):
+                found = self.rnn_kinds_of(item)
+                if found:
                     kinds |= found
-                    if found and not (isinstance(member.of, External) and member.of.guess):
+                    is_list = is_list or listed
+                    if isinstance(item.of, External) and item.of.guess:
+                        other = True  # a run-time string may name something else too
+                    else:
                         certain |= found
-                    other = other or not found or (isinstance(member.of, External) and member.of.guess)
-                    is_list = is_list or bool(found)
-                continue
-            found = self.rnn_kinds_of(value)
-            if found:
-                kinds |= found
-                if isinstance(value.of, External) and value.of.guess:
-                    other = True  # a run-time string may name something else too
+                elif item == Constant(None) and not listed:
+                    maybe_none = True
                 else:
-                    certain |= found
-            elif value == Constant(None):
-                maybe_none = True
-            else:
-                other = True
-                if isinstance(value, Unknown):
-                    reasons.add(value.why)
+                    other = True
+                    if isinstance(item, Unknown) and not listed:
+                        reasons.add(item.why)
         if not kinds:
             return None
         # Kinds known for certain on some path are the fact; a guess alone (no string the code holds names an
@@ -767,10 +739,8 @@ def _mentions(node: ast.AST, name: str) -> bool:
 
 def _moves_itself(value: ast.AST, name: str) -> bool:
     """`rnn = rnn.to(device)`: the same module, moved or cast."""
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
-            value.func.attr in MODULE_METHODS_RETURNING_SELF):
-        value = value.func.value
-    return isinstance(value, ast.Name) and value.id == name
+    moved = without_device_moves(value)
+    return isinstance(moved, ast.Name) and moved.id == name
 
 
 def _last_build(name: str, bindings: List[Binding]) -> List[Binding]:
@@ -792,29 +762,18 @@ def _last_self_build(attr: str, assigned: Sequence[Tuple[ast.AST, Scope, Tuple[i
         if id(value) in conditional:
             continue
         me = scope.self_name
-        if any(isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name)
-               and node.value.id == me for node in ast.walk(value)) and not _moves_itself_attr(value, attr, me):
+        moved = self_attribute(without_device_moves(value), me) == attr  # `self.rnn = self.rnn.to(device)`
+        if not moved and any(self_attribute(node, me) == attr for node in ast.walk(value)):
             return [entry for entry in kept[:index] if entry[1] is not scope] + kept[index:]
     return kept
-
-
-def _moves_itself_attr(value: ast.AST, attr: str, me: Optional[str]) -> bool:
-    """`self.rnn = self.rnn.to(device)`: the same module."""
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
-            value.func.attr in MODULE_METHODS_RETURNING_SELF):
-        value = value.func.value
-    return isinstance(value, ast.Attribute) and value.attr == attr and isinstance(value.value, ast.Name) and (
-        value.value.id == me)
 
 
 def _own_weight(target: ast.AST, me: Optional[str]) -> bool:
     """`self.weight_hh_l0 = ...`, `self._flat_weights = ...`, `self._parameters[name] = ...`."""
     if isinstance(target, ast.Subscript):
-        target = target.value
-        return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and (
-            target.value.id == me and target.attr == "_parameters")
-    return (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == me
-            and target.attr.startswith(("weight_", "bias_", "_flat_weights")))
+        return self_attribute(target.value, me) == "_parameters"
+    attr = self_attribute(target, me)
+    return attr is not None and attr.startswith(("weight_", "bias_", "_flat_weights"))
 
 
 def project_rnn_attributes(root: str, paths: Sequence[str]) -> Dict[Tuple[str, str], Dict[str, FrozenSet[str]]]:

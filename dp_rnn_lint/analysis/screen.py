@@ -194,7 +194,7 @@ def _imported_from_outside_torch(nodes: Sequence[ast.AST]) -> Dict[str, bool]:
     return imported
 
 
-def _without_device_moves(value: ast.AST) -> ast.AST:
+def without_device_moves(value: ast.AST) -> ast.AST:
     """`make_encoder(32)` for `make_encoder(32).cuda()`: a move returns the module it is called on."""
     while type(value) is ast.Call and type(value.func) is ast.Attribute and value.func.attr in MODULE_METHODS_RETURNING_SELF:
         value = value.func.value
@@ -211,7 +211,7 @@ def wraps_imported_call(tree: ast.Module, wrappers: FrozenSet[str]) -> bool:
     given: List[ast.AST] = []
     for node in nodes:
         if type(node) in (ast.Assign, ast.AnnAssign) and node.value is not None:
-            value = _without_device_moves(node.value)
+            value = without_device_moves(node.value)
             if type(value) is ast.Call:
                 for target in (node.targets if type(node) is ast.Assign else [node.target]):
                     if type(target) is ast.Name:
@@ -219,7 +219,7 @@ def wraps_imported_call(tree: ast.Module, wrappers: FrozenSet[str]) -> bool:
         elif type(node) is ast.Call and callee_name(node.func) in wrappers:
             value = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "module"), None)
             if value is not None:
-                given.append(_without_device_moves(value))
+                given.append(without_device_moves(value))
     imported: Optional[Dict[str, bool]] = None
     for value in given:
         callees = [value.func] if type(value) is ast.Call else called_for.get(value.id, []) if type(value) is ast.Name else []
