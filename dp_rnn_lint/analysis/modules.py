@@ -254,6 +254,7 @@ class ModuleModel:
         for cls in self.classes + undecided:
             cls.bases = [by_node[base] for base in self._same_file_bases(cls.node) if base in by_node]
         self._rnn_memo: Dict[int, Dict[str, RnnSubmodule]] = {}
+        self._holders_memo: Dict[int, Dict[int, set]] = {}
         self._assigned_memo: Dict[int, set] = {}
         # A class whose base nothing here can follow (another package's, a name the project index could
         # not resolve) is taken as a module when it defines forward and builds a torch RNN on self: the RNN
@@ -300,15 +301,26 @@ class ModuleModel:
                 entries.append(hit)
         return entries
 
+    def holding_attributes(self, cls: ModuleClass) -> Dict[int, set]:
+        """For each other module class of this file (by id), its attributes that only ever hold an instance
+        of `cls` (`self.text = TextProcessor(...)`). It evaluates every attribute of those classes: asked
+        only when a caller's cheap look says it matters, and once per class."""
+        if self._evaluated is None or cls.node not in self._class_scopes:
+            return {}
+        key = id(cls)
+        if key not in self._holders_memo:
+            others = [other for other in self.classes if other is not cls and other.node in self._class_scopes]
+            held = self._evaluated.holders_of(self.qualname(cls.node), [self.qualname(other.node) for other in others])
+            self._holders_memo[key] = {id(other): held[self.qualname(other.node)] for other in others
+                                       if self.qualname(other.node) in held}
+        return self._holders_memo[key]
+
     def called_from_other_forwards(self, cls: ModuleClass, names: FrozenSet[str]) -> List[str]:
         """Which of the methods `names` of `cls` the forward of another module class of this file calls on an
         attribute that holds an instance of `cls` (`self.encoder.encode_all(x)`): they run on the replicas
         as much as forward does."""
-        if self._evaluated is None or not names or cls.node not in self._class_scopes:
-            return []
         found: List[str] = []
-        holders: Optional[Dict[str, set]] = None
-        for other in self.classes:
+        for other in self.classes if names else ():
             forward = other.find_method("forward") if other is not cls else None
             me = self_name(forward[0]) if forward is not None else None
             if me is None:
@@ -317,14 +329,9 @@ class ModuleModel:
                      for call in iter_nodes(forward[0].body, (cst.Call,))
                      if isinstance(call.func, cst.Attribute) and call.func.attr.value in names]
             calls = [(attr, method) for attr, method in calls if attr]
-            if not calls:
-                continue
-            if holders is None:  # asked only when the text shows such a call: it evaluates every attribute
-                holders = self._evaluated.holders_of(self.qualname(cls.node), [
-                    self.qualname(holder.node) for holder in self.classes
-                    if holder is not cls and holder.node in self._class_scopes])
-            held = holders.get(self.qualname(other.node), set())
-            found += [method for attr, method in calls if attr in held and method not in found]
+            if calls:  # only then are the holders worth evaluating
+                held = self.holding_attributes(cls).get(id(other), set())
+                found += [method for attr, method in calls if attr in held and method not in found]
         return found
 
     def _inherited_of(self, cls: ModuleClass) -> List[Tuple["ModuleModel", ModuleClass]]:

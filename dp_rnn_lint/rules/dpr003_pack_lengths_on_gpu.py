@@ -454,11 +454,10 @@ def _callers_pass_lists(analysis: FileAnalysis, path: ForwardPath, param: cst.Pa
     """Whether the module classes of the file that hold this class (`self.text = TextProcessor(...)`) call
     it, and every such call passes a Python list for the parameter (`self.text(q, list(q_len))`), which
     `pack_padded_sequence` takes on the CPU whatever device the tensors are on."""
-    holders = analysis.evaluated.holders_of(analysis.model.qualname(path.cls.node),
-                                            [analysis.model.qualname(cls.node) for cls in analysis.model.classes])
+    holders = analysis.model.holding_attributes(path.cls)
     passed = []
     for cls in analysis.model.classes:
-        attrs = holders.get(analysis.model.qualname(cls.node), set())
+        attrs = holders.get(id(cls), set())
         for method in cls.methods.values() if attrs else ():
             me = self_name(method)
             for call in iter_nodes(method.body, (cst.Call,)):
