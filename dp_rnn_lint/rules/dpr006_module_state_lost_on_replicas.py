@@ -192,7 +192,6 @@ class _Events:
 
     def __init__(self, helpers: Optional[Dict[str, cst.FunctionDef]] = None) -> None:
         self.order: List[Tuple[str, str, object]] = []
-        self.read: Set[str] = set()
         self._helpers = helpers or {}  # methods called as `self.<name>(...)`, walked where they are called
         self._entered: Set[str] = set()
         self._conditions = 0  # how many ifs, loops and trys hold the node being walked
@@ -266,8 +265,6 @@ class _Events:
         self.order.append((kind, attr, node))
         if kind == "write" and self._conditions:
             self._conditional_writes.add(id(node))
-        if kind == "read":
-            self.read.add(attr)
 
 
 def _target_elements(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
