@@ -206,6 +206,8 @@ def test_state_a_helper_sets_before_forward_reads_it_is_scratch(before, flagged)
     ("return pad_sequence(rows, batch_first=True)", "return out, padded(rows)", True),
     ("result = pad_sequence(rows, batch_first=True)\n    return result", "return out, padded(rows)", True),
     ("return pad_sequence(rows, batch_first=True)", "return out + padded(rows).sum()", False),  # zeros add nothing
+    ("return pad_sequence(rows, True, 0.0)", "return out + padded(rows).sum()", False),  # the helper's own zeros
+    ("return pad_sequence(rows, True, -1.0)", "return out + padded(rows).sum()", True),  # -1 counts in the sum
     ("return torch.stack(rows)", "return out, padded(rows)", False),
 ])
 def test_padding_by_a_helper_function_of_the_file(helper, used, flagged):

@@ -169,7 +169,8 @@ class PadsToReplicaLength(Rule):
                     # `return pad_targets(targets)`, a function returning pad_sequence(...): the same padding.
                     what = f"{call.func.value}() pads with pad_sequence() in the wrapped forward"
                     time_dim = _ast_time_dimension(helper)
-                    padding = None if _ast_argument(helper, 2, "padding_value") is None else cst.Name("padding_value")
+                    given = _ast_argument(helper, 2, "padding_value")  # the helper's own expression, read as libcst
+                    padding = None if given is None else cst.parse_expression(ast.unparse(given))
                 else:
                     creator = tensor_creator(call, name)
                     if creator is None:
