@@ -209,9 +209,9 @@ class _Binder:
                 inner.self_name, inner.owner_class = arg.arg, cls.qualname
                 inner.bind(arg.arg, Binding(SELF, name=cls.qualname))
             else:
-                inner.bind(arg.arg, Binding(PARAM, value=default, scope=scope))
+                inner.bind(arg.arg, Binding(PARAM, value=default, scope=scope, name=arg.arg))
         for arg, default in zip(args.kwonlyargs, args.kw_defaults):
-            inner.bind(arg.arg, Binding(PARAM, value=default, scope=scope))
+            inner.bind(arg.arg, Binding(PARAM, value=default, scope=scope, name=arg.arg))
         for arg in (args.vararg, args.kwarg):
             if arg is not None:
                 inner.bind(arg.arg, Binding(OTHER))

@@ -65,8 +65,11 @@ class Evaluator:
     """Values of expressions across a project's files. `own` binds a file from a tree already parsed (the
     file being linted, whose text may not be on disk)."""
 
-    def __init__(self, own: Optional[Tuple[str, ast.Module]] = None) -> None:
+    def __init__(self, own: Optional[Tuple[str, ast.Module]] = None,
+                 handed: Optional[Callable[[ProjectClass, str, Optional[int]], Values]] = None) -> None:
         self._own: Dict[str, FileSummary] = {}
+        # What callers elsewhere in the project hand a class's __init__ parameter (by name or position).
+        self._handed = handed
         if own is not None:
             path, tree = own
             self._own[os.path.abspath(path)] = bind_file(os.path.abspath(path), tree)
@@ -75,6 +78,9 @@ class Evaluator:
         self._depth = 0
         self._roots: Dict[str, Tuple[str, ...]] = {}
         self._comprehensions: Dict[int, Scope] = {}
+        # While a step that rebuilds an attribute from itself is evaluated (`self.layers =
+        # nn.ModuleList(self.layers)`), what `self.<attr>` held before that step.
+        self._before_rebuild: Dict[Tuple[ProjectClass, str], Values] = {}
 
     # -- files ------------------------------------------------------------------------------------------
     def summary(self, path: str) -> Optional[FileSummary]:
@@ -119,18 +125,32 @@ class Evaluator:
         return None
 
     # -- names --------------------------------------------------------------------------------------------
-    def name_values(self, name: str, scope: Scope, receiver: Optional[ProjectClass] = None) -> Values:
+    def name_values(self, name: str, scope: Scope, receiver: Optional[ProjectClass] = None,
+                    at: Optional[ast.AST] = None) -> Values:
+        """What a name can be where it is read (`at`, a use in `scope`, when known)."""
         current: Optional[Scope] = scope
         first = True
         while current is not None:
             if (first or current.kind != "class") and name in current.bindings:
-                bindings = _last_build(name, current.bindings[name]) if current.kind == "function" else \
-                    current.bindings[name]
-                return self._union(self.binding_values(b, current, receiver) for b in bindings)
+                bindings = current.bindings[name]
+                if current.kind == "function":
+                    bindings = _last_build(name, _reaching(bindings, at) if first else bindings)
+                found = self._union(self.binding_values(b, current, receiver) for b in bindings)
+                if name in current.grown:  # `layers = []`, then `layers.append(nn.GRU(...))`
+                    found = self._with_grown(found, current.grown[name], current, receiver)
+                return found
             if current.kind == "module":
                 return self._module_name(current.path, name)
             current, first = current.parent, False
         return frozenset({Unknown(Why.UNRESOLVED)})
+
+    def _with_grown(self, values: Values, grown: Sequence[Tuple[ast.AST, str]], scope: Scope,
+                    receiver: Optional[ProjectClass]) -> Values:
+        """The containers among `values` with what `append`, `insert`, `extend` or `+=` add to them."""
+        added = self._union(self._members(self.values(value, scope, receiver)) if how == "extend"
+                            else self.values(value, scope, receiver) for value, how in grown)
+        return frozenset(Container(v.kind, v.members | added, None) if isinstance(v, Container) else v
+                         for v in values)
 
     def _module_name(self, path: str, name: str) -> Values:
         """A module-level name of a file: its own binding, one a star import brings, or a builtin.
@@ -198,10 +218,7 @@ class Evaluator:
         if kind == SELF:
             return frozenset({Instance(receiver or ProjectClass(scope.path, binding.name))})
         if kind == PARAM:
-            found = {Unknown(Why.PARAMETER)}
-            if binding.value is not None:
-                found |= self.values(binding.value, binding.scope, receiver)
-            return frozenset(found)
+            return self._parameter_values(binding, scope, receiver)
         if kind in (ASSIGN, LOOP):
             values = self.values(binding.value, binding.scope or scope, receiver)
             if kind == LOOP:
@@ -212,6 +229,65 @@ class Evaluator:
                 values = frozenset({Container("list", values)})
             return values
         return frozenset({Unknown(Why.UNSUPPORTED)})
+
+    # -- parameters: what their callers pass -----------------------------------------------------------
+    def _parameter_values(self, binding: Binding, function: Scope, receiver: Optional[ProjectClass]) -> Values:
+        """A parameter is what its callers pass. Followed: a method reached through `super().m(...)` or
+        `Base.m(self, ...)` from an override in the receiver's MRO (the receiver's own chain of calls), and
+        what callers elsewhere hand a constructor (the project index finds those calls: `handed`). Anything
+        else is unknown, with the default as one more value."""
+        default = self.values(binding.value, binding.scope, receiver) if binding.value is not None else NOTHING
+        node = function.node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or binding.name is None:
+            return frozenset({Unknown(Why.PARAMETER)}) | default
+        owner = ProjectClass(function.path, function.owner_class) if function.owner_class else None
+        if owner is not None and receiver is not None and receiver != owner:
+            calls = self._calls_from_override(owner, node.name, receiver)
+            if calls:
+                found = set()
+                for call, caller, skip_self in calls:
+                    argument = _argument_for(call, node, binding.name, skip_self)
+                    found |= self.values(argument, caller, receiver) if argument is not None else (
+                        default or {Unknown(Why.PARAMETER)})
+                return frozenset(found)
+        if owner is not None and node.name == "__init__" and self._handed is not None:
+            position = _parameter_position(node, binding.name)
+            handed = self._handed(owner, binding.name, position)
+            if handed:
+                # A module handed in (`Wrapper(nn.LSTM(...))`) says nothing of what other callers hand; a
+                # class handed in (`Encoder(rnn_class=nn.GRU)`) is a type parameter, holding RNN classes.
+                modules = any(isinstance(value, Instance) for value in handed)
+                return handed | {Unknown(Why.OTHER_CALLERS if modules else Why.PARAMETER)} | default
+        return frozenset({Unknown(Why.PARAMETER)}) | default
+
+    def _calls_from_override(self, owner: ProjectClass, method: str,
+                             receiver: ProjectClass) -> List[Tuple[ast.Call, Scope, bool]]:
+        """The calls by which the override just before `owner` in the receiver's MRO runs `owner`'s
+        `method`: `super().method(...)` (self implicit) or `Owner.method(self, ...)`; [] when the receiver's
+        classes do not override it (its callers are then whoever calls the receiver)."""
+        chain = [cls for cls in self.mro(receiver) if isinstance(cls, ProjectClass)]
+        if owner not in chain:
+            return []
+        overrides = [cls for cls in chain[:chain.index(owner)]
+                     if (info := self.class_info(cls)) is not None and method in info.methods]
+        if not overrides:
+            return []
+        caller_class = self.class_info(overrides[-1])
+        node = caller_class.methods[method]
+        summary = self.summary(overrides[-1].path)
+        scope = summary.scope_of(node) if summary is not None else None
+        if scope is None:
+            return []
+        found = []
+        for call in ast.walk(node):
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == method):
+                continue
+            target = call.func.value
+            if isinstance(target, ast.Call) and isinstance(target.func, ast.Name) and target.func.id == "super":
+                found.append((call, scope, True))
+            elif owner in self.values(target, scope, receiver) and call.args:
+                found.append((call, scope, False))
+        return found
 
     def _imported(self, binding: Binding, path: str) -> Values:
         target = self.module_path(binding.module, binding.level, path)
@@ -234,7 +310,7 @@ class Evaluator:
 
     def _evaluate(self, expr: ast.AST, scope: Scope, receiver: Optional[ProjectClass]) -> Values:
         if isinstance(expr, ast.Name):
-            return self.name_values(expr.id, scope, receiver)
+            return self.name_values(expr.id, scope, receiver, at=expr)
         if isinstance(expr, ast.Attribute):
             bases = self.values(expr.value, scope, receiver)
             return self._union(self.attribute(base, expr.attr) for base in bases)
@@ -352,6 +428,8 @@ class Evaluator:
     def instance_attribute(self, cls: ProjectClass, attr: str) -> Values:
         """`self.<attr>` of an instance of `cls`: every value any method of its MRO assigns to it (with
         `self` the instance), what is added to it as a list, and class-level values and methods."""
+        if (cls, attr) in self._before_rebuild:
+            return self._before_rebuild[(cls, attr)]
         found = set(self.assigned_values(cls, attr))
         if not found:
             return self._class_attribute(cls, attr, cls)
@@ -364,17 +442,30 @@ class Evaluator:
             info = self.class_info(owner) if isinstance(owner, ProjectClass) else None
             if info is None:
                 continue
-            for value, scope, positions in _last_self_build(attr, info.self_assigned.get(attr, ()), info.conditional):
-                values = self.values(value, scope, cls)
-                for position in positions:
-                    values = self._member_at(values, position)
-                found |= values
+            every = info.self_assigned.get(attr, ())
+            for value, scope, positions in _last_self_build(attr, every, info.conditional):
+                if _rebuilds_attribute(value, scope.self_name, attr):
+                    earlier = every[:next(i for i, entry in enumerate(every) if entry[0] is value)]
+                    self._before_rebuild[(cls, attr)] = self._union(
+                        self._unpacked(self.values(v, s, cls), p) for v, s, p in earlier if s is scope)
+                    try:
+                        values = self.values(value, scope, cls)
+                    finally:
+                        del self._before_rebuild[(cls, attr)]
+                else:
+                    values = self.values(value, scope, cls)
+                found |= self._unpacked(values, positions)
             for value, how, scope in info.self_grown.get(attr, ()):
                 added = self.values(value, scope, cls)
                 grown |= self._members(added) if how == "extend" else added
         if grown:
             found = {Container(v.kind, v.members | grown, None) if isinstance(v, Container) else v for v in found}
         return frozenset(found)
+
+    def _unpacked(self, values: Values, positions: Tuple[int, ...]) -> Values:
+        for position in positions:
+            values = self._member_at(values, position)
+        return values
 
     # -- calls ------------------------------------------------------------------------------------------
     def _call(self, call: ast.Call, scope: Scope, receiver: Optional[ProjectClass]) -> Values:
@@ -419,6 +510,8 @@ class Evaluator:
             if qualname.rsplit(".", 1)[-1][:1].isupper():
                 return frozenset({Instance(function)})
             return frozenset({Unknown(Why.EXTERNAL_CALL)})
+        if isinstance(function, Unknown):
+            return frozenset({function})  # what calling an unknown makes is unknown for the same reason
         return frozenset({Unknown(Why.UNSUPPORTED)})
 
     def returned(self, function: ProjectFunction) -> Values:
@@ -453,9 +546,10 @@ class Evaluator:
                 if isinstance(value, Constant) and isinstance(value.value, str):
                     found |= self.attribute(owner, value.value)
                 elif isinstance(owner, External) and owner.qualname in _TORCH_NN_MODULES:
-                    literal = "".join(v.value for v in getattr(name, "values", ()) if isinstance(v, ast.Constant))
+                    literal = "".join(n.value for n in ast.walk(name) if isinstance(n, ast.Constant) and isinstance(n.value, str))
                     if "Cell" not in literal:
-                        found |= {External(f"torch.nn.{kind.value}", guess=True) for kind in RnnKind}
+                        spelled = (ast.unparse(name), scope.qualname.rpartition(".")[2])
+                        found |= {External(f"torch.nn.{kind.value}", guess=spelled) for kind in RnnKind}
                 else:
                     found.add(Unknown(Why.RUNTIME_STRING))
         if len(call.args) > 2:
@@ -574,6 +668,8 @@ class Evaluator:
     def rnn_fact(self, values: Values) -> Optional[RnnFact]:
         """What a set of values says about RNNs: None when none of them is a torch RNN."""
         kinds, certain, other, maybe_none, is_list, reasons = set(), set(), False, False, False, set()
+        guessed_from: Set[str] = set()
+        other_modules = False
         for value in values:
             listed = isinstance(value, Container) and value.kind in ("list", "tuple", "ModuleList")
             for item in value.members if listed else (value,):
@@ -583,12 +679,17 @@ class Evaluator:
                     is_list = is_list or listed
                     if isinstance(item.of, External) and item.of.guess:
                         other = True  # a run-time string may name something else too
+                        guessed_from.update(item.of.guess)
                     else:
                         certain |= found
                 elif item == Constant(None) and not listed:
                     maybe_none = True
+                elif item == Unknown(Why.PARAMETER):
+                    other = True  # callers not followed: their default is what is known
+                    if not listed:
+                        reasons.add(item.why)
                 else:
-                    other = True
+                    other = other_modules = True
                     if isinstance(item, Unknown) and not listed:
                         reasons.add(item.why)
         if not kinds:
@@ -596,18 +697,23 @@ class Evaluator:
         # Kinds known for certain on some path are the fact; a guess alone (no string the code holds names an
         # RNN) is marked, and the rules decide whether to act on it.
         return RnnFact(frozenset(certain or kinds), sometimes=other, is_list=is_list, guess=not certain,
-                       maybe_none=maybe_none, reasons=frozenset(reasons))
+                       maybe_none=maybe_none, reasons=frozenset(reasons), guessed_from=frozenset(guessed_from),
+                       other_modules=other_modules)
+
+    def assigned_attributes(self, path: str, qualname: str) -> Set[str]:
+        """Every attribute a class or a base of it sets on `self`, whatever the value."""
+        attrs: Set[str] = set()
+        for owner in self.mro(ProjectClass(os.path.abspath(path), qualname)):
+            info = self.class_info(owner) if isinstance(owner, ProjectClass) else None
+            if info is not None:
+                attrs |= set(info.self_assigned) | set(info.self_grown)
+        return attrs
 
     def rnn_attributes(self, path: str, qualname: str) -> Dict[str, RnnFact]:
         """The attributes of a class that can hold a torch RNN (or a list of them), with what they hold."""
         cls = ProjectClass(os.path.abspath(path), qualname)
-        attrs = set()
-        for owner in self.mro(cls):
-            info = self.class_info(owner) if isinstance(owner, ProjectClass) else None
-            if info is not None:
-                attrs |= set(info.self_assigned) | set(info.self_grown)
         facts = {}
-        for attr in sorted(attrs):
+        for attr in sorted(self.assigned_attributes(path, qualname)):
             fact = self.rnn_fact(self.assigned_values(cls, attr))
             if fact is not None:
                 facts[attr] = fact
@@ -631,18 +737,34 @@ class EvaluatedClasses:
     """The evaluator's answers about the classes of the file being linted, made on first question (most
     files never ask). `source` gives the file's text when no tree was parsed for it already."""
 
-    def __init__(self, path: str, tree: Optional[ast.Module], source: Callable[[], str]) -> None:
+    def __init__(self, path: str, tree: Optional[ast.Module], source: Callable[[], str],
+                 handed_in: Optional[Callable[[str], Dict[str, Tuple[str, str]]]] = None) -> None:
         self._path = os.path.abspath(path) if path else os.path.abspath("<source>.py")
         self._tree = tree
         self._source = source
         self._evaluator: Optional[Evaluator] = None
+        # The project index's calls elsewhere that hand a class of this file an RNN class or instance:
+        # {parameter name or position: ("class" or "instance", "nn.LSTM or nn.GRU")}.
+        self._handed_in = handed_in
 
     @property
     def evaluator(self) -> Evaluator:
         if self._evaluator is None:
             tree = self._tree if self._tree is not None else ast.parse(self._source())
-            self._evaluator = Evaluator(own=(self._path, tree))
+            self._evaluator = Evaluator(own=(self._path, tree), handed=self._handed if self._handed_in else None)
         return self._evaluator
+
+    def _handed(self, cls: ProjectClass, name: str, position: Optional[int]) -> Values:
+        """What callers elsewhere hand parameter `name` (at `position`) of the __init__ of a class of this file."""
+        if cls.path != self._path:
+            return NOTHING
+        found = set()
+        for key, (what, kinds) in self._handed_in(cls.qualname).items():
+            if key == name or (position is not None and key == str(position)):
+                for kind in kinds.split(" or "):  # the index's summaries are text, kept on disk
+                    torch_class = External(f"torch.{kind}")
+                    found.add(Instance(torch_class) if what == "instance" else torch_class)
+        return frozenset(found)
 
     # The per-file model already stands on its own: where the evaluator runs out of stack (code nested
     # past what Python's recursion allows), the file is analysed without its answers rather than lost.
@@ -657,6 +779,12 @@ class EvaluatedClasses:
             return self.evaluator.rnn_attributes(self._path, qualname)
         except RecursionError:
             return {}
+
+    def assigned_attributes(self, qualname: str) -> Set[str]:
+        try:
+            return self.evaluator.assigned_attributes(self._path, qualname)
+        except RecursionError:
+            return set()
 
     def attribute_fact(self, qualname: str, attr: str) -> Optional[RnnFact]:
         """What `self.<attr>` of a class of this file holds, leaving out DataParallel wraps of it (a method that
@@ -737,10 +865,47 @@ def _mentions(node: ast.AST, name: str) -> bool:
     return any(isinstance(inner, ast.Name) and inner.id == name for inner in ast.walk(node))
 
 
+def _parameter_position(function: ast.AST, name: str) -> Optional[int]:
+    """The position callers pass a parameter at, not counting a method's `self`."""
+    positional = [arg.arg for arg in (*function.args.posonlyargs, *function.args.args)]
+    return positional.index(name) - 1 if name in positional[1:] else None
+
+
+def _argument_for(call: ast.Call, function: ast.AST, name: str, skip_self: bool) -> Optional[ast.AST]:
+    """The argument a call passes to a parameter of a method, by keyword or position; None when it passes
+    none it can be told apart from (`*args`, `**kwargs`, left to its default)."""
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    positional = [arg.arg for arg in (*function.args.posonlyargs, *function.args.args)][1:]
+    arguments = list(call.args) if skip_self else list(call.args[1:])
+    if name in positional:
+        index = positional.index(name)
+        if any(isinstance(arg, ast.Starred) for arg in arguments[:index + 1]):
+            return None
+        if index < len(arguments):
+            return arguments[index]
+    return None
+
+
 def _moves_itself(value: ast.AST, name: str) -> bool:
     """`rnn = rnn.to(device)`: the same module, moved or cast."""
     moved = without_device_moves(value)
     return isinstance(moved, ast.Name) and moved.id == name
+
+
+def _reaching(bindings: List[Binding], use: Optional[ast.AST]) -> List[Binding]:
+    """The bindings of a local name that can reach a use of it: an assignment in the function's straight-line
+    code (no if, loop or try around it) hides every binding before it from the uses after it, and cannot
+    reach a use above it. Conditional ones are kept (a loop may bring a later one round)."""
+    line = getattr(use, "lineno", None)
+    if line is None:
+        return bindings
+    kept = [b for b in bindings
+            if b.conditional or b.kind != ASSIGN or getattr(b.value, "lineno", 0) < line]
+    last = max((index for index, b in enumerate(kept) if b.kind == ASSIGN and not b.conditional
+                and getattr(b.value, "lineno", line) < line), default=None)
+    return kept[last:] if last is not None else kept
 
 
 def _last_build(name: str, bindings: List[Binding]) -> List[Binding]:
@@ -761,11 +926,17 @@ def _last_self_build(attr: str, assigned: Sequence[Tuple[ast.AST, Scope, Tuple[i
         value, scope, _ = kept[index]
         if id(value) in conditional:
             continue
-        me = scope.self_name
-        moved = self_attribute(without_device_moves(value), me) == attr  # `self.rnn = self.rnn.to(device)`
-        if not moved and any(self_attribute(node, me) == attr for node in ast.walk(value)):
+        if _rebuilds_attribute(value, scope.self_name, attr):
             return [entry for entry in kept[:index] if entry[1] is not scope] + kept[index:]
     return kept
+
+
+def _rebuilds_attribute(value: ast.AST, me: Optional[str], attr: str) -> bool:
+    """`self.rnn = Wrapper(self.rnn)`: a value made from the attribute itself (a move, `self.rnn.cuda()`,
+    is the same module and not a rebuild)."""
+    if self_attribute(without_device_moves(value), me) == attr:
+        return False
+    return any(self_attribute(node, me) == attr for node in ast.walk(value))
 
 
 def _own_weight(target: ast.AST, me: Optional[str]) -> bool:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import ast
-from functools import lru_cache
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import libcst as cst
 
@@ -27,32 +26,11 @@ class FileAnalysis:
         self.module = module
         self.context = context or FileContext()
         self.resolver = NameResolver(module, module_name, is_package)
-        self.evaluated = EvaluatedClasses(path, tree, lambda: module.code)
+        self.evaluated = EvaluatedClasses(path, tree, lambda: module.code, handed_in=self.context.handed_in)
         known = frozenset(name for name, _ in self.context.wrapped + self.context.direct) | set(self.context.modules)
         self.model = ModuleModel(module, self.resolver, known_modules=known, plain_classes=frozenset(self.context.plain),
-                                 inherited=self._inherited, imported=self._imported, injected=self.context.handed_in,
                                  evaluated=self.evaluated)
         self._paths: Dict[int, ForwardPath] = {}
-
-    def _inherited(self, class_qualname: str) -> List[Tuple[ModuleModel, ModuleClass]]:
-        """The classes a class derives from in other files of the project, each with its file's model."""
-        found = []
-        for path, qualname, size, mtime in self.context.bases_elsewhere(class_qualname):
-            model = _base_file_model(path, size, mtime)
-            base = model.class_named(qualname) if model is not None else None
-            if base is not None:
-                found.append((model, base))
-        return found
-
-    def _imported(self, local: str) -> Optional[Tuple[ModuleModel, cst.CSTNode]]:
-        """A class or function this file imports from another file of the project, with that file's model."""
-        found = self.context.imported_name(local)
-        if found is None:
-            return None
-        _, path, qualname, size, mtime = found
-        model = _base_file_model(path, size, mtime)
-        node = model.definition(qualname) if model is not None else None
-        return (model, node) if node is not None else None
 
     @property
     def checked_classes(self) -> List[ModuleClass]:
@@ -76,19 +54,3 @@ class FileAnalysis:
         if key not in self._paths:
             self._paths[key] = ForwardPath(self.model, cls)
         return self._paths[key]
-
-
-@lru_cache(maxsize=64)
-def _base_file_model(path: str, size: int, mtime_ns: int) -> Optional[ModuleModel]:
-    """The classes of a file that holds a base class of a linted one (read once per process and version
-    of the file; size and mtime are part of the key for that). None when it cannot be read or parsed:
-    the subclass is then analysed with what its own file says."""
-    from ..files import FileProblem, module_name_for, read_source
-
-    try:
-        source = read_source(path)
-        module = cst.parse_module(source)
-    except (FileProblem, OSError, cst.ParserSyntaxError, RecursionError, ValueError):
-        return None
-    module_name, is_package = module_name_for(path)
-    return ModuleModel(module, NameResolver(module, module_name, is_package), every_class=True)

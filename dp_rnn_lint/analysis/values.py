@@ -25,6 +25,8 @@ class Why(enum.Enum):
     """Why a value is unknown."""
 
     PARAMETER = "a parameter whose callers are not followed"
+    # Callers elsewhere hand this parameter an RNN; others may hand it something else.
+    OTHER_CALLERS = "a parameter other callers may pass something else to"
     EXTERNAL_CALL = "the result of a call into another package"
     UNRESOLVED = "a name that is neither defined nor imported"
     TOO_DEEP = "too many steps to follow"
@@ -35,10 +37,11 @@ class Why(enum.Enum):
 @dataclass(frozen=True)
 class External:
     """A name outside the project (`torch.nn.LSTM`, `numpy`), canonical where torch re-exports it.
-    `guess`: only one of several classes a run-time string may name (`getattr(nn, name)`)."""
+    `guess`: only one of several classes a run-time string may name (`getattr(nn, name)`): the spellings
+    that chose it (the string's expression, the function it is in), empty for a class the code names."""
 
     qualname: str
-    guess: bool = False
+    guess: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ Values = FrozenSet[Value]
 NOTHING: Values = frozenset()
 
 
-def external(qualname: str, guess: bool = False) -> External:
+def external(qualname: str, guess: Tuple[str, ...] = ()) -> External:
     """A name outside the project, as the code spells it (`torch.nn.modules.rnn.LSTM`): predicates compare
     canonical names, so a module path is never mistaken for one of torch's re-exported classes."""
     return External(qualname, guess)
@@ -112,7 +115,8 @@ class RnnFact:
 
     `kinds`: the torch RNN kinds among its values; `sometimes`: some of its values are something else (a
     custom module, None, a value the evaluator cannot know), so a fix must check before it calls;
-    `is_list`: a list or nn.ModuleList of them; `guess`: a kind comes only from a run-time string."""
+    `is_list`: a list or nn.ModuleList of them; `guess`: a kind comes only from a run-time string, and
+    `guessed_from` the spellings of the strings that chose it."""
 
     kinds: FrozenSet[RnnKind]
     sometimes: bool = False
@@ -120,6 +124,10 @@ class RnnFact:
     guess: bool = False
     maybe_none: bool = False
     reasons: FrozenSet[Why] = field(default_factory=frozenset)
+    guessed_from: FrozenSet[str] = field(default_factory=frozenset)
+    # Some values are something other than a torch RNN for certain (not only maybe, as a guess's string):
+    # a custom module, an unknown.
+    other_modules: bool = False
 
 
 def describe_kinds(kinds: Iterable[RnnKind]) -> str:
