@@ -259,3 +259,23 @@ def test_the_speech_projects_fixes_compact_each_rnn_and_check_first_where_it_may
     assert "    def _forward(self, features):\n        self.rnn.flatten_parameters()\n" in las
     for path in root.rglob("*.py"):
         compile(path.read_text(), str(path), "exec")
+
+
+def test_a_repository_whose_root_folder_is_a_package_imports_from_that_folder(tmp_path):
+    # `from model.base import Base` in `model/copy.py`, where the repository's own root has an __init__.py:
+    # scripts run from the root, so `model` is the root's package, not one above it.
+    root = tmp_path / "repo"
+    for name, text in {
+        "__init__.py": "",
+        "model/__init__.py": "",
+        "model/base.py": "import torch.nn as nn\n\n\nclass Base(nn.Module):\n    def __init__(self):\n"
+                         "        super().__init__()\n        self.encoder = nn.LSTM(4, 4)\n",
+        "model/copy.py": "from model.base import Base\n\n\nclass WithCopy(Base):\n    def forward(self, x):\n"
+                         "        return self.encoder(x)\n",
+    }.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    from dp_rnn_lint.analysis.evaluator import Evaluator
+
+    found = Evaluator().rnn_attributes(str(root / "model" / "copy.py"), "WithCopy")
+    assert found["encoder"].kinds == {LSTM}

@@ -95,13 +95,17 @@ class Evaluator:
         if folder in self._roots:
             return self._roots[folder]
         roots = [] if os.path.isfile(os.path.join(folder, "__init__.py")) else [folder]
-        top = folder
+        top, enclosing = folder, []
         while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.dirname(top) != top:
             top = os.path.dirname(top)
+            enclosing.append(top)
         roots.append(top)
         project = project_root(from_path)
         if project is not None:
             roots.extend([str(project), str(project / "src")])
+        # A repository whose root folder has an `__init__.py` of its own, run from that folder
+        # (`from model.seq2seq import ...` in `model/`): the folders of the enclosing packages, outermost first.
+        roots.extend(reversed(enclosing[:-1]))
         found = tuple(dict.fromkeys(roots))
         self._roots[folder] = found
         return found
