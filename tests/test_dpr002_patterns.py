@@ -478,3 +478,114 @@ def test_a_sum_over_padding_that_is_not_zero_is_flagged():
     source = FLOW.format(padding=", padding_value=-1.0", body="return self.classify(out.sum(1))")
     assert findings(source, code="DPR002") == [(9, "DPR002")]
     assert "pooled over time with sum()" in messages(source, code="DPR002")[0]
+
+
+# -- where the padded tensor goes in the project's own functions --------------------------------------------
+FOLLOWED = """\
+import torch
+import torch.nn as nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+
+class Scorer(nn.Module):
+    def forward(self, states, mask):
+        {scorer}
+
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(4, 4, batch_first=True)
+        self.scorer = Scorer()
+
+    def features(self, x, lengths):
+        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True)
+        out, _ = self.rnn(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True)
+        return out, lengths
+
+    def forward(self, x, lengths, mask):
+        {forward}
+"""
+
+
+@pytest.mark.parametrize("scorer, forward", [
+    # A submodule that sums its input over time (zero padding adds nothing) returns no time dimension.
+    ("return (states * mask.unsqueeze(-1)).sum(1)",
+     "feats, _ = self.features(x, lengths)\n        return self.scorer(feats, mask)"),
+    # ... reached through a keyword argument, and a method of the submodule doing the summing.
+    ("return self.pool(states)\n\n    def pool(self, states):\n        return states.sum(dim=1)",
+     "feats, _ = self.features(x, lengths)\n        scores = self.scorer(mask=mask, states=feats)\n        return scores"),
+    # A helper's return consumed in forward: only the first step leaves (the last, `[:, -1]`, would be padding).
+    ("return states",
+     "feats, _ = self.features(x, lengths)\n        return feats[:, 0]"),
+])
+def test_a_padded_tensor_that_a_helper_or_submodule_consumes_is_not_flagged(scorer, forward):
+    source = FOLLOWED.format(scorer=scorer, forward=forward)
+    assert findings(source, code="DPR002") == []
+
+
+@pytest.mark.parametrize("scorer, forward, words", [
+    # The submodule hands the padded tensor back: forward returns it.
+    ("return torch.tanh(states)", "feats, _ = self.features(x, lengths)\n        return self.scorer(feats, mask)",
+     "gathering the outputs fails"),
+    # The submodule averages over time: the mean counts the replica's own padding.
+    ("return states.mean(1)", "feats, _ = self.features(x, lengths)\n        return self.scorer(feats, mask)",
+     "mean"),
+    # The submodule keeps it on the module.
+    ("self.last = states\n        return mask", "feats, _ = self.features(x, lengths)\n        return self.scorer(feats, mask)",
+     "stored"),
+    # The helper is called twice; the second call's result leaves forward.
+    ("return states.sum(1)",
+     "feats, _ = self.features(x, lengths)\n        pooled = self.scorer(feats, mask)\n"
+     "        again, _ = self.features(x, lengths)\n        return pooled, again",
+     "gathering the outputs fails"),
+    # Padded on one branch only: it may leave on that one.
+    ("return states.sum(1)",
+     "if mask is None:\n            feats = x\n        else:\n            feats, _ = self.features(x, lengths)\n"
+     "        return feats", "gathering the outputs fails"),
+])
+def test_a_padded_tensor_that_a_helper_or_submodule_lets_out_is_flagged(scorer, forward, words):
+    source = FOLLOWED.format(scorer=scorer, forward=forward)
+    line = source.split("out, _ = pad_packed_sequence")[0].count("\n") + 1
+    assert findings(source, code="DPR002") == [(line, "DPR002")]
+    [message] = messages(source, code="DPR002")
+    assert words in message
+
+
+@pytest.mark.parametrize("guard", [
+    "if steps != mask.size(1):",
+    "if mask.size(1) > steps:",
+])
+def test_padding_out_only_when_shorter_than_the_input_is_not_flagged(guard):
+    # Otherwise the output is as long as the input already: the same on every replica.
+    forward = (f"feats, _ = self.features(x, lengths)\n        batch, steps, dim = feats.size()\n        {guard}\n"
+               "            zeros = feats.new_zeros(batch, mask.size(1) - steps, dim)\n"
+               "            feats = torch.cat([feats, zeros], 1)\n        return feats")
+    assert findings(FOLLOWED.format(scorer="return states", forward=forward), code="DPR002") == []
+
+
+def test_a_fresh_tensor_sized_without_the_padded_length_holds_no_padding():
+    forward = ("feats, _ = self.features(x, lengths)\n        state = feats.new_zeros(feats.size(0), 4)\n"
+               "        steps = feats.new_zeros(feats.size(0), feats.size(1))\n        return state, steps.sum(1)")
+    assert findings(FOLLOWED.format(scorer="return states", forward=forward), code="DPR002") == []
+    leaking = forward.replace("steps.sum(1)", "steps")
+    assert findings(FOLLOWED.format(scorer="return states", forward=leaking), code="DPR002") == [(20, "DPR002")]
+
+
+def test_a_submodule_in_another_file_is_followed(tmp_path):
+    from dp_rnn_lint.cli import main
+
+    (tmp_path / "setup.cfg").write_text("")
+    (tmp_path / "crf.py").write_text(
+        "import torch.nn as nn\n\n\nclass CRF(nn.Module):\n    def forward(self, features, mask):\n"
+        "        return self._decode(features, mask)\n\n    def _decode(self, features, mask):\n"
+        "        return (features * mask.unsqueeze(-1)).sum(1)\n")
+    source = FOLLOWED.format(scorer="return states", forward="feats, _ = self.features(x, lengths)\n"
+                             "        return self.crf(feats, mask)")
+    source = source.replace("self.scorer = Scorer()", "self.crf = CRF()").replace(
+        "from torch.nn.utils.rnn", "from crf import CRF\nfrom torch.nn.utils.rnn")
+    (tmp_path / "model.py").write_text(source)
+    assert main(["--no-cache", "--select", "DPR002", "--quiet", str(tmp_path)]) == 0
+    (tmp_path / "crf.py").write_text((tmp_path / "crf.py").read_text().replace(".sum(1)", ""))
+    assert main(["--no-cache", "--select", "DPR002", "--quiet", str(tmp_path)]) == 1

@@ -752,6 +752,10 @@ class EvaluatedClasses:
         self._handed_in = handed_in
 
     @property
+    def path(self) -> str:
+        return self._path
+
+    @property
     def evaluator(self) -> Evaluator:
         if self._evaluator is None:
             tree = self._tree if self._tree is not None else ast.parse(self._source())
@@ -789,6 +793,18 @@ class EvaluatedClasses:
             return self.evaluator.assigned_attributes(self._path, qualname)
         except RecursionError:
             return set()
+
+    def held_class(self, qualname: str, attr: str) -> Optional[ProjectClass]:
+        """The project class whose instance `self.<attr>` of a class of this file always holds, if one does."""
+        try:
+            values = self.evaluator.assigned_values(ProjectClass(self._path, qualname), attr)
+        except RecursionError:
+            return None
+        if len(values) == 1:
+            value = next(iter(values))
+            if isinstance(value, Instance) and isinstance(value.of, ProjectClass):
+                return value.of
+        return None
 
     def attribute_fact(self, qualname: str, attr: str) -> Optional[RnnFact]:
         """What `self.<attr>` of a class of this file holds, leaving out DataParallel wraps of it (a method that

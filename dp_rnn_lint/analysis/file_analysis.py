@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional
+import os
+from functools import lru_cache
+from typing import Callable, Dict, List, Optional, Tuple
 
 import libcst as cst
 
@@ -12,6 +14,8 @@ from .modules import ModuleClass, ModuleModel
 from .names import NameResolver
 from .evaluator import EvaluatedClasses
 from .project import FileContext
+from .torch_names import canonical
+from .unpacked import Callee
 
 
 class FileAnalysis:
@@ -49,8 +53,75 @@ class FileAnalysis:
         """Where the project builds `cls` as a root module (one no other module holds), in the default scope."""
         return self.context.root_site(self.model.qualname(cls.node))
 
+    def self_callee(self, cls: ModuleClass, call: cst.Call) -> Optional[Tuple["FileAnalysis", ModuleClass, cst.FunctionDef]]:
+        """What a `self.<name>(...)` call in a method of `cls` runs, when it is the project's: a method of the
+        class, or the forward of the project module class `self.<name>` always holds (in any file), with
+        the analysis of the file it is in and its class."""
+        func = call.func
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"):
+            return None
+        found = cls.find_method(func.attr.value)
+        if found is not None:
+            return self, found[1], found[0]
+        held = self.evaluated.held_class(self.model.qualname(cls.node), func.attr.value)
+        if held is None:
+            return None
+        analysis = self if held.path == self.evaluated.path else _analysis_of_file(held.path)
+        other = next((c for c in analysis.model.classes if analysis.model.qualname(c.node) == held.qualname),
+                     None) if analysis is not None else None
+        forward = other.find_method("forward") if other is not None else None
+        return (analysis, forward[1], forward[0]) if forward is not None else None
+
+    def owner_of(self, function: cst.FunctionDef, cls: ModuleClass) -> ModuleClass:
+        """The class of this file whose method `function` is (`cls`, or one of its bases, when it is none's)."""
+        for candidate in [cls, *self.model.classes]:
+            for owner in candidate.mro():
+                if function in owner.methods.values():
+                    return owner
+        return cls
+
+    def walk_context(self, cls: ModuleClass, function: cst.FunctionDef) -> Tuple[
+            Callable[[cst.Call], Optional[str]], Callable[[cst.Call], Optional[Callee]]]:
+        """For a walk through `function`, a method of `cls`: a call's canonical qualified name there, and
+        the project function a `self.<name>(...)` call there runs, with the same two answers for it."""
+        scope = self.resolver.scopes.get(function)
+
+        def qualified(call: cst.Call) -> Optional[str]:
+            return canonical(self.resolver.qualified_name(call.func, scope))
+
+        def callees(call: cst.Call) -> Optional[Callee]:
+            found = self.self_callee(cls, call)
+            if found is None:
+                return None
+            analysis, owner, method = found
+            return Callee(method, *analysis.walk_context(owner, method))
+
+        return qualified, callees
+
     def forward_path(self, cls: ModuleClass) -> ForwardPath:
         key = id(cls)
         if key not in self._paths:
             self._paths[key] = ForwardPath(self.model, cls)
         return self._paths[key]
+
+
+def _analysis_of_file(path: str) -> Optional[FileAnalysis]:
+    """Another file of the project, analysed on its own, for a question about one of its classes (read once
+    per process and version of the file); None when it cannot be read or parsed."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return _analysis_of_version(path, stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=32)
+def _analysis_of_version(path: str, size: int, mtime_ns: int) -> Optional[FileAnalysis]:
+    from ..files import FileProblem, module_name_for, read_source
+
+    try:
+        module = cst.parse_module(read_source(path))
+    except (FileProblem, OSError, cst.ParserSyntaxError, RecursionError, ValueError):
+        return None
+    module_name, is_package = module_name_for(path)
+    return FileAnalysis(module, module_name, is_package, path=path)

@@ -7,9 +7,10 @@ steps with a cell) and packs the result again before `forward` returns sends no 
 neither does a sum over time of zero padding (the same on every replica as on one device). A mean or a
 maximum over time does differ: it counts the replica's own padding.
 
-The walk follows names in source order, as the rest of the analysis does: branches and loops are not
-told apart, a loop's body is read twice so that a value carried to the next iteration is seen, and
-anything it cannot follow (a closure, a helper that may keep the tensor) counts as leaving.
+The walk follows names in source order: after an `if`, a name holds what it holds after either branch; a
+loop's body is read twice so that a value carried to the next iteration is seen; a `self.<name>(...)` call
+of the project's (a helper method, a submodule's forward, in any file) is followed a few calls deep; and
+anything it cannot follow (a closure, a helper it cannot find that may keep the tensor) counts as leaving.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 import libcst as cst
 
 from .dataflow import FunctionFlow
-from .modules import call_argument, is_zero_literal, iter_nodes
+from .modules import bind_arguments, call_argument, is_zero_literal, iter_nodes
 from .torch_names import PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE
 from .traversal import children
 
@@ -62,6 +63,8 @@ _CONCATENATIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
 # with a fill value (FILLED_CREATORS) take it second.
 _CREATORS = frozenset({"torch.zeros", "torch.full"})
 _CREATOR_METHODS = frozenset({"new_zeros", "new_full"})
+# A tensor's methods that make a new tensor of the sizes they are given, unrelated to its own contents.
+_FRESH_TENSOR_METHODS = frozenset({"new_zeros", "new_full", "new_ones", "new_empty"})
 FILLED_CREATORS = frozenset({"full", "new_full"})
 
 # Builtins whose result holds no tensor.
@@ -108,24 +111,43 @@ class Escape:
     product: str = ""
 
 
+@dataclass(frozen=True)
+class Callee:
+    """A function of the project that a `self.<name>(...)` call runs (a helper method, or a submodule's
+    forward, in any file), with how names resolve there and what `self.<name>(...)` runs there in turn."""
+
+    function: cst.FunctionDef
+    qualified: Callable[[cst.Call], Optional[str]]
+    callees: Callable[[cst.Call], Optional["Callee"]]
+
+
+# How many calls deep the walk follows the padded tensor into helpers and submodules.
+_MAX_CALL_DEPTH = 3
+
+
 def where_unpacked_goes(function: cst.FunctionDef, pad_call: cst.Call, time_dim: Optional[int],
                         padding_free: FrozenSet[str], qualified: Callable[[cst.Call], Optional[str]],
-                        is_repack: Callable[[Optional[str]], bool], returns_pair: bool = True) -> Optional[Escape]:
+                        is_repack: Callable[[Optional[str]], bool], returns_pair: bool = True,
+                        callees: Optional[Callable[[cst.Call], Optional[Callee]]] = None) -> Optional[Escape]:
     """The first way the tensor `pad_call` returns leaves `function` padded, or None when every use packs
     it again, pools it harmlessly or drops its time dimension. `time_dim`: 1 with batch_first, 0 without,
     None when unknown; `qualified`: a call's canonical qualified name; `is_repack`: whether a qualified name
     packs (pack_padded_sequence, pack_sequence, PackedSequence); `returns_pair`: the call returns
     (padded, lengths) as pad_packed_sequence does, rather than the padded tensor (pad_sequence)."""
-    walk = _Walk(function, pad_call, time_dim, padding_free, qualified, is_repack)
+    walk = _Walk(function, pad_call, time_dim, padding_free, qualified, is_repack, callees)
     walk.seed = PAIR if returns_pair else PADDED
     walk.statements(function.body.body if isinstance(function.body, cst.IndentedBlock) else [function.body])
     return walk.escape
 
 
 class _Walk:
-    def __init__(self, function: cst.FunctionDef, pad_call: cst.Call, time_dim: Optional[int], padding_free: FrozenSet[str],
-                 qualified: Callable[[cst.Call], Optional[str]], is_repack: Callable[[Optional[str]], bool]) -> None:
+    def __init__(self, function: cst.FunctionDef, pad_call: Optional[cst.Call], time_dim: Optional[int],
+                 padding_free: FrozenSet[str], qualified: Callable[[cst.Call], Optional[str]],
+                 is_repack: Callable[[Optional[str]], bool],
+                 callees: Optional[Callable[[cst.Call], Optional[Callee]]] = None, depth: int = 0) -> None:
         self.function = function
+        self.callees = callees
+        self.depth = depth
         self._flow: Optional[FunctionFlow] = None  # the function's bindings, made when first needed
         self.pad_call = pad_call
         self.time_dim = time_dim
@@ -159,12 +181,22 @@ class _Walk:
             for small in node.body:
                 self.small_statement(small)
         elif kind is cst.If:
+            # Either branch may run: a name holds after the `if` what it holds after either.
             self.value(node.test)
+            equal_if_true, equal_if_false = self.length_made_equal(node.test)
+            before = dict(self.names)
+            if equal_if_true is not None:
+                self.names.pop(equal_if_true, None)
             self.block(node.body)
+            taken, self.names = self.names, before
+            if equal_if_false is not None:
+                # `if steps != mask.size(1): out = torch.cat([out, zeros], 1)`: otherwise it is as long already
+                self.names = {name: found for name, found in before.items() if name != equal_if_false}
             if isinstance(node.orelse, cst.If):
                 self.statement(node.orelse)
             elif node.orelse is not None:
                 self.block(node.orelse.body)
+            self.names = _merged(taken, self.names)
         elif kind in (cst.For, cst.While):
             if kind is cst.For:
                 self.bind(node.target, self.value(node.iter), node)
@@ -244,9 +276,13 @@ class _Walk:
                 else:
                     self.leave(STORED, node, found=put)  # `self.cache.append(out)`
                 return
-            if _root_name(receiver) in ("self", "cls") and any(self.value(arg.value) for arg in node.args):
-                self.leave(UNFOLLOWED, node)  # a helper or submodule may keep what it is given
-                return
+            arguments = [self.value(arg.value) for arg in node.args]
+            if _root_name(receiver) in ("self", "cls") and any(arguments):
+                escape = self.follow(node, arguments)
+                if escape is not None and escape.kind != RETURNED:
+                    # A helper or submodule that keeps what it is given (or may: one the walk cannot follow)
+                    self.leave(escape.kind, node, escape.reduction, escape.negative_dim)
+                return  # what it returns, if anything, is dropped
         self.value(node)
 
     def value_of_children(self, node: cst.CSTNode) -> None:
@@ -350,6 +386,12 @@ class _Walk:
             if receiver is not None:
                 if method in _SCALAR_METHODS:
                     return None
+                if method in _FRESH_TENSOR_METHODS:
+                    # `out.new_zeros(batch, steps, dim)`: a new tensor of the sizes given, as long as the
+                    # replica's padded length only when a size measures the padded tensor's time dimension
+                    sizes = creation_sizes(node, method) if method in _CREATOR_METHODS else [
+                        arg.value for arg in node.args if arg.keyword is None]
+                    return PADDED if any(self.measures_padded_time(size) for size in sizes) or not sizes else None
                 if method == "gather" and self._along_time(call_argument(node, 0, "dim")):
                     return None  # `out.gather(1, positions)`: read at given steps, as long as the index
                 if method in _REDUCTIONS:
@@ -380,7 +422,37 @@ class _Walk:
             return self.reduction(node, function, call_argument(node, 1, "dim"), arguments[0])
         if function in _PRODUCTS:
             return self.through_product(name)
+        if isinstance(func, cst.Attribute) and _root_name(func.value) in ("self", "cls"):
+            escape = self.follow(node, arguments)
+            if escape is None:
+                return None  # the helper or submodule drops the time dimension before anything leaves it
+            if escape.kind in (RETURNED, UNFOLLOWED):
+                return _padded_of(arguments)
+            self.leave(escape.kind, node, escape.reduction, escape.negative_dim)
+            return None
         return _padded_of(arguments)  # a layer, an activation, torch.cat: the time dimension is still there
+
+    def follow(self, call: cst.Call, arguments: List[Optional[str]]) -> Optional[Escape]:
+        """Where the padded tensor goes in the project function a `self.<name>(...)` call runs: that walk's
+        escape (RETURNED: it comes back out), None when it drops the time dimension there, UNFOLLOWED when
+        the function is not the project's or is too many calls deep."""
+        callee = self.callees(call) if self.callees is not None and self.depth < _MAX_CALL_DEPTH else None
+        if callee is None or not isinstance(callee.function.body, cst.IndentedBlock):
+            return Escape(UNFOLLOWED, call)
+        bound = bind_arguments(call, callee.function)
+        by_expression = {id(arg.value): found for arg, found in zip(call.args, arguments)}
+        inner = _Walk(callee.function, None, self.time_dim, self.padding_free, callee.qualified, self.is_repack,
+                      callee.callees, self.depth + 1)
+        for parameter, expression in bound.items():
+            found = by_expression.get(id(expression))
+            if found is not None:
+                inner.names[parameter] = found
+                if found == PRODUCT:
+                    inner.product_of[parameter] = self.product
+        if not inner.names:
+            return Escape(UNFOLLOWED, call)  # passed in a way the binding cannot place (`*args`)
+        inner.statements(callee.function.body.body)
+        return inner.escape
 
     def _along_time(self, dim: Optional[cst.BaseExpression]) -> bool:
         return self.time_dim is not None and _integer_value(dim) == self.time_dim
@@ -431,6 +503,36 @@ class _Walk:
             whole = _whole_shape_of(node.value)
             return (whole, _integer_index(node)) if whole is not None else None
         return None
+
+    def measures_padded_time(self, node: cst.BaseExpression) -> bool:
+        """A size that is (or may be) the padded tensor's own time length: `out.size(1)`, `steps` from
+        `batch, steps, dim = out.size()`; sizes the walk cannot read count too."""
+        measured = self.measured_length(node)
+        if measured is None:
+            return not _is_scalar_size(self.latest(node))
+        return measured[0] in self.names and (self.time_dim is None or measured[1] == self.time_dim)
+
+    def length_made_equal(self, test: cst.BaseExpression) -> Tuple[Optional[str], Optional[str]]:
+        """For `if steps != mask.size(1):` (or `<`), where `steps` is the padded tensor's own time length and
+        the other side an input's: the name whose length equals the input's where the test is false; for
+        `==`, where it is true. (None, None) for any other test."""
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return None, None
+        operator = test.comparisons[0].operator
+        left, right = test.left, test.comparisons[0].comparator
+        difference = self.latest(left)
+        if (_integer_value(right) == 0 and isinstance(difference, cst.BinaryOperation)
+                and isinstance(difference.operator, cst.Subtract)):
+            left, right = difference.left, difference.right  # `missing = total - out.size(1)`, `if missing > 0:`
+        sides = (self.measured_length(left), self.measured_length(right))
+        for own, other in (sides, sides[::-1]):
+            if (own is not None and other is not None and own[0] in self.names and other[0] not in self.names
+                    and (self.time_dim is None or own[1] == self.time_dim)):
+                if isinstance(operator, (cst.NotEqual, cst.LessThan, cst.GreaterThan)):
+                    return None, own[0]
+                if isinstance(operator, cst.Equal):
+                    return own[0], None
+        return None, None
 
     def pads_out_to_an_input_length(self, call: cst.Call) -> bool:
         """`torch.cat([out, zeros], 1)` where `zeros` has `mask.size(1) - out.size(1)` steps (AllenNLP's
@@ -511,6 +613,24 @@ def creation_sizes(call: cst.Call, creator: str) -> List[cst.BaseExpression]:
 def _padded(found: str) -> str:
     """What an operation on a padded value returns: a product's result stays one, anything else is padded."""
     return PRODUCT if found == PRODUCT else PADDED
+
+
+def _is_scalar_size(node: cst.BaseExpression) -> bool:
+    """A size that is no tensor's length: a number, an attribute (`self.hidden_size`), arithmetic of those."""
+    if isinstance(node, (cst.Integer, cst.Attribute)):
+        return True
+    if isinstance(node, cst.BinaryOperation):
+        return _is_scalar_size(node.left) and _is_scalar_size(node.right)
+    return False
+
+
+def _merged(one: Dict[str, str], other: Dict[str, str]) -> Dict[str, str]:
+    """What each name holds after one of two branches ran."""
+    merged = {}
+    for name in {**one, **other}:
+        first, second = one.get(name), other.get(name)
+        merged[name] = first if first == second else _padded_of([first, second])
+    return merged
 
 
 def _padded_of(parts: Iterable[Optional[str]]) -> Optional[str]:

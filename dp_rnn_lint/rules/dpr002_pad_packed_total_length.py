@@ -3,11 +3,17 @@
 ## What it does
 Flags calls of `torch.nn.utils.rnn.pad_packed_sequence` (under any import spelling) in `forward`, or
 in a method `forward` reaches, that do not pass `total_length`, when the padded tensor (or what is
-computed from it) leaves the replica: returned, stored on the module or outside the function, handed
-to a helper method whose result is not followed, or pooled over time in a way that counts the padding.
+computed from it) leaves the module: returned from `forward`, stored on the module or outside the
+function, handed to a function it cannot follow that may keep it, or pooled over time in a way that
+counts the padding.
 
 It follows the unpacked tensor through assignments, tensor methods, operators, layers, containers and
-loops in the function that unpacks it. Not flagged, because no tensor padded to one replica's length
+loops in the function that unpacks it, and from there through the project's own code on the forward
+path: a helper method's return into the methods of `forward` that call it (every call of it), and a
+`self.<name>(...)` call of the project's (a method of the class, or the `forward` of the project module
+that `self.<name>` holds, in any file) into that function, a few calls deep, so a submodule that sums
+the tensor over time or decodes it step by step is seen to drop the time dimension. After an `if`, a
+name holds what it held after either branch. Not flagged, because no tensor padded to one replica's length
 leaves: the tensor is packed again before it leaves (`pack_padded_sequence`, `pack_sequence`,
 `PackedSequence(...)`: stacked layers, a loop over time steps with a cell, reversing sequences within
 their lengths, a layer that returns a `PackedSequence`); it is only summed over time with zero padding;
@@ -15,7 +21,9 @@ it is only indexed at given steps (`out[:, t]` in a loop, `out[rows, positions]`
 positions)` along time); or it is padded back
 out along time to an input's length before it leaves, as AllenNLP's encoder wrapper does
 (`torch.cat([out, out.new_zeros(batch, mask.size(1) - out.size(1), size)], 1)`, the sizes possibly
-through names).
+through names), also when that runs only `if steps != mask.size(1):` (or `if missing > 0:`), since
+otherwise it is as long as the input already. A new tensor made from it (`out.new_zeros(batch, size)`)
+holds its padding only when one of its sizes is the padded length.
 
 ### Reductions over time
 A sum over time is the same on every replica as on one device, because the padding is zeros (it is
@@ -124,6 +132,16 @@ When the packed sequence cannot be traced (a parameter of `forward`, a list of p
 the linter cannot follow), the finding is reported without a fix and the message says why; for a
 parameter, pass `total_length` from the caller or pack inside the wrapped `forward`.
 
+## Known problems
+- Dimensions are read by number, as the code writes them: the walk does not follow `permute` or
+  `transpose`, so after one a reduction or an index over dimension 0 or 1 is read as over the time
+  dimension the pad call named, whichever dimension it now is.
+- A helper method is followed from each of its calls on the forward path; one reached only from outside
+  `forward` is not, and its return counts as leaving.
+- Functions of the project reached other than through `self.<name>(...)` (a module-level function, a
+  local name bound to a layer) are not followed: a layer keeps the time dimension, and a call that may
+  keep its argument counts as leaving.
+
 ## How to suppress
 Put `# noqa: DPR002` on the reported line (the line where the call starts); a suppressed finding is
 not fixed either. With flake8, `--extend-ignore=DPR002` or a `per-file-ignores` entry works as usual.
@@ -131,18 +149,19 @@ not fixed either. With flake8, `--extend-ignore=DPR002` or a `per-file-ignores` 
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterator, Optional, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterator, Optional, Tuple, Union
 
 import libcst as cst
 
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow, PackedSources, PackSite, fresh_name, names_used, trace_to_pack
 from ..analysis.forward_path import PadCall
-from ..analysis.modules import call_argument, iter_nodes, literal_time_dimension
+from ..analysis.modules import ModuleClass, call_argument, iter_nodes, literal_time_dimension
 from ..analysis.names import dotted_name
 from ..analysis.traversal import children
 from ..analysis.torch_names import PACK_PADDED_SEQUENCE, PACKED_SEQUENCE, canonical
-from ..analysis.unpacked import POOLED, REPACKS, STORED, UNFOLLOWED, Escape, padding_free_reductions, where_unpacked_goes
+from ..analysis.unpacked import (POOLED, REPACKS, RETURNED, STORED, UNFOLLOWED, Escape, padding_free_reductions,
+                                 where_unpacked_goes)
 from ..findings import AppendKeywordArgument, Fix, InsertBeforeStatement, ReplaceExpression, Violation
 from .base import Example, Rule
 
@@ -257,7 +276,7 @@ class PadPackedTotalLength(Rule):
                 seen.add(event.call)
                 if _has_total_length(event.call):
                     continue
-                escape = _where_unpacked_goes(analysis, event)
+                escape = _where_unpacked_goes(analysis, event, cls)
                 if escape is None:
                     continue  # packed again (or summed over time) before it leaves: nothing padded crosses
                 yield self._violation(analysis, event, flows, analysis.scope_note(cls), escape)
@@ -551,15 +570,49 @@ def _on_one_line(code: str) -> str:
     return f"({code})" if "\n" in code else code
 
 
-def _where_unpacked_goes(analysis: FileAnalysis, event: PadCall) -> Optional[Escape]:
+def _where_unpacked_goes(analysis: FileAnalysis, event: PadCall, cls: ModuleClass) -> Optional[Escape]:
     if not isinstance(event.function, cst.FunctionDef):
         return Escape(UNFOLLOWED, event.call)  # a lambda's result goes wherever its caller takes it
     time_dim = literal_time_dimension(call_argument(event.call, 1, "batch_first"))
     padding = call_argument(event.call, 2, "padding_value")
     padding_free = padding_free_reductions(padding)
+    # Names resolve where the pad call is; `self.<name>(...)` runs the helper or submodule of the method's class.
+    _, callees = analysis.walk_context(analysis.owner_of(event.function, cls), event.function)
 
-    return where_unpacked_goes(event.function, event.call, time_dim, padding_free, _qualified_names(analysis, event),
-                               REPACKS.__contains__)
+    escape = where_unpacked_goes(event.function, event.call, time_dim, padding_free, _qualified_names(analysis, event),
+                                 REPACKS.__contains__, callees=callees)
+    return _past_helpers(analysis, cls, event.function, escape, time_dim, padding_free)
+
+
+def _past_helpers(analysis: FileAnalysis, cls: ModuleClass, function: cst.FunctionDef, escape: Optional[Escape],
+                  time_dim: Optional[int], padding_free: FrozenSet[str]) -> Optional[Escape]:
+    """Returned by a helper of forward, the padded tensor leaves the module only where a caller on the forward
+    path lets out what the helper returns: the first such way, at any of the helper's calls there."""
+    path = analysis.forward_path(cls)
+    on_path = [path.forward, *path.entries] if path.forward is not None else list(path.entries)
+    pending, seen = [(function, escape)], {function}
+    while pending:
+        helper, found = pending.pop(0)
+        if found is None or found.kind != RETURNED or helper not in path.entries:
+            if found is not None:
+                return found
+            continue
+        name = helper.name.value
+        for caller in on_path:
+            for call in iter_nodes(caller.body, (cst.Call,), skip_nested_scopes=True):
+                func = call.func
+                if not (isinstance(func, cst.Attribute) and func.attr.value == name
+                        and isinstance(func.value, cst.Name) and func.value.value == "self"):
+                    continue
+                qualified, callees = analysis.walk_context(analysis.owner_of(caller, cls), caller)
+                outer = where_unpacked_goes(caller, call, time_dim, padding_free, qualified, REPACKS.__contains__,
+                                            returns_pair=False, callees=callees)
+                if outer is not None and (outer.kind != RETURNED or caller in seen or caller not in path.entries):
+                    return outer
+                if outer is not None:
+                    seen.add(caller)
+                    pending.append((caller, outer))
+    return None
 
 
 def _qualified_names(analysis: FileAnalysis, event: PadCall) -> Callable[[cst.Call], Optional[str]]:

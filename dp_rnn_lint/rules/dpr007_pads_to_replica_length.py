@@ -185,7 +185,8 @@ class PadsToReplicaLength(Rule):
                             "which pads by hand")
                     padding = call_argument(call, 1, "fill_value") if creator in FILLED_CREATORS else None
                 escape = where_unpacked_goes(forward, call, time_dim, padding_free_reductions(padding), qualified,
-                                             _REPACKS.__contains__, returns_pair=False)
+                                             _REPACKS.__contains__, returns_pair=False,
+                                             callees=analysis.walk_context(cls, forward)[1])
                 if escape is None:
                     continue
                 how = _HOW.get(escape.kind, "leaves forward").format(reduction=escape.reduction)
