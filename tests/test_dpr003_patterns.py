@@ -372,3 +372,62 @@ def test_lengths_nothing_types_are_reported_in_preview_only(params, body, defaul
     found = lint_source(source, "model.py", Selection(select=("DPR003",))).findings
     assert bool(found) == default
     assert lint_source(source, "model.py", Selection(select=("DPR003",), preview=True)).findings
+
+
+# -- a module only run by the modules holding it: its lengths are what they pass -------------------------------
+ENCODER = """\
+import torch.nn as nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+
+class CharEncoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(4, 4, batch_first=True)
+
+    def forward(self, chars, char_lengths):
+        order = char_lengths.argsort(descending=True)
+        packed = pack_padded_sequence(chars[order], char_lengths[order], batch_first=True)
+        return self.rnn(packed)[1][0]
+"""
+
+HOLDER = """\
+import torch.nn as nn
+from {module} import CharEncoder
+
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.chars = CharEncoder()
+
+    def forward(self, chars, char_lengths):
+        {call}
+"""
+
+
+@pytest.mark.parametrize("call, flagged", [
+    ("return self.chars(chars, char_lengths.cpu())", False),
+    ("lengths = char_lengths.to('cpu')\n        return self.chars(chars, lengths)", False),
+    ("return self.chars.forward(chars, char_lengths=char_lengths.tolist())", False),
+    ("return self.chars(chars, char_lengths)", True),  # the holder's own tensor, scattered onto its GPU
+    ("return self.chars(chars, char_lengths.long())", True),
+])
+def test_lengths_a_holder_in_another_file_passes_on_the_cpu_are_not_flagged(tmp_path, call, flagged):
+    from dp_rnn_lint.cli import main
+
+    (tmp_path / "setup.cfg").write_text("")
+    (tmp_path / "encoders.py").write_text(ENCODER)
+    (tmp_path / "tagger.py").write_text(HOLDER.format(module="encoders", call=call))
+    assert main(["--no-cache", "--select", "DPR003", "--quiet", str(tmp_path)]) == int(flagged)
+
+
+def test_a_module_also_run_by_a_wrap_is_flagged_whatever_its_holders_pass(tmp_path):
+    from dp_rnn_lint.cli import main
+
+    (tmp_path / "setup.cfg").write_text("")
+    (tmp_path / "encoders.py").write_text(ENCODER)
+    (tmp_path / "tagger.py").write_text(HOLDER.format(module="encoders", call="return self.chars(chars, char_lengths.cpu())"))
+    (tmp_path / "train.py").write_text("import torch.nn as nn\nfrom encoders import CharEncoder\n\n"
+                                       "model = nn.DataParallel(CharEncoder())\n")
+    assert main(["--no-cache", "--select", "DPR003", "--quiet", str(tmp_path)]) == 1

@@ -806,6 +806,60 @@ class EvaluatedClasses:
                 return value.of
         return None
 
+    def holders_pass_the_cpu(self, qualname: str, param: str, files: Sequence[str]) -> Optional[str]:
+        """What every call a holder makes of a class of this file (`self.encoder(x, lengths.cpu())` in a
+        module class, of this file or of `files`, whose attribute holds an instance of it) passes parameter
+        `param` of its forward: "list" when a Python list each time, "cpu" when a value on the CPU each
+        time (a list, `x.cpu()`, `x.tolist()`, `x.numpy()`), None otherwise or when no holder's call is
+        found."""
+        target = ProjectClass(self._path, qualname)
+        try:
+            found = self.evaluator.find_method(target, "forward")
+            if found is None:
+                return None
+            forward = found[1]
+            verdicts = []
+            for path in dict.fromkeys([self._path, *files]):
+                summary = self.evaluator.summary(path)
+                for name, info in summary.classes.items() if summary is not None else ():
+                    holder = ProjectClass(summary.path, name)
+                    attrs = {attr for attr in info.self_assigned
+                             if Instance(target) in self.evaluator.assigned_values(holder, attr)}
+                    for method in info.methods.values() if attrs else ():
+                        scope = summary.scope_of(method)
+                        for call in ast.walk(method):
+                            if isinstance(call, ast.Call) and _calls_held(call.func, scope.self_name) in attrs:
+                                argument = _argument_for(call, forward, param, skip_self=True)
+                                verdicts.append(self._on_the_cpu(argument, scope, 0) if argument is not None else None)
+        except RecursionError:
+            return None
+        if not verdicts or None in verdicts:
+            return None
+        return "list" if all(verdict == "list" for verdict in verdicts) else "cpu"
+
+    def _on_the_cpu(self, expr: ast.AST, scope: Scope, depth: int) -> Optional[str]:
+        """"list" for a Python list, "cpu" for another value on the CPU, None when it may be on a GPU."""
+        if isinstance(expr, (ast.List, ast.ListComp)):
+            return "list"
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute) and func.attr == "tolist":
+                return "list"
+            if isinstance(func, ast.Name) and func.id == "list":
+                return "list" if External("builtins.list") in self.evaluator.values(func, scope) else None
+            if isinstance(func, ast.Attribute) and func.attr in ("cpu", "numpy"):
+                return "cpu"
+            if isinstance(func, ast.Attribute) and func.attr == "to" and expr.args and isinstance(
+                    expr.args[0], ast.Constant) and expr.args[0].value == "cpu":
+                return "cpu"
+            return None
+        if isinstance(expr, ast.Name) and depth < 3:
+            bound = scope.bindings.get(expr.id, [])
+            found = {self._on_the_cpu(b.value, b.scope or scope, depth + 1)
+                     if b.kind == ASSIGN and not b.positions and b.value is not None else None for b in bound}
+            return found.pop() if len(found) == 1 else ("cpu" if found and None not in found else None)
+        return None
+
     def attribute_fact(self, qualname: str, attr: str) -> Optional[RnnFact]:
         """What `self.<attr>` of a class of this file holds, leaving out DataParallel wraps of it (a method that
         replaces the attribute with `nn.DataParallel(self.<attr>)` wraps what the other assignments hold)."""
@@ -883,6 +937,13 @@ def _is_torch_module_class(qualname: str) -> bool:
 
 def _mentions(node: ast.AST, name: str) -> bool:
     return any(isinstance(inner, ast.Name) and inner.id == name for inner in ast.walk(node))
+
+
+def _calls_held(func: ast.AST, me: Optional[str]) -> Optional[str]:
+    """`encoder` for `self.encoder(...)` or `self.encoder.forward(...)`: a call of a held module."""
+    if isinstance(func, ast.Attribute) and func.attr == "forward":
+        func = func.value
+    return self_attribute(func, me)
 
 
 def _parameter_position(function: ast.AST, name: str) -> Optional[int]:

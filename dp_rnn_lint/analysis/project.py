@@ -747,9 +747,16 @@ class FileContext:
     # (callee as written here, RNN kind, "path:function"): functions of other files whose every return
     # is a torch RNN, called in this file's DataParallel wraps (IndexBuilder.rnn_built_by)
     rnn_factories: Tuple[Tuple[str, str, str], ...] = ()
+    # (class qualname, ((path, size, mtime_ns), ...)): for this file's classes that pack sequences, the
+    # other files that may build them (and hold them in a module, calling their forward)
+    built_elsewhere: Tuple[Tuple[str, tuple], ...] = ()
 
     def bases_elsewhere(self, qualname: str) -> tuple:
         return dict(self.inherited).get(qualname, ())
+
+    def files_building(self, qualname: str) -> Tuple[str, ...]:
+        """The other files of the project that may build a class of this file (see IndexBuilder.files_calling)."""
+        return tuple(item[0] for item in dict(self.built_elsewhere).get(qualname, ()))
 
     def handed_in(self, qualname: str) -> Dict[str, Tuple[str, str]]:
         """What callers in the project hand a class of this file: {parameter or position: (what, kind)}."""
@@ -1227,11 +1234,19 @@ class IndexBuilder:
                 site = self.root_site((key, name))
                 if site is not None:
                     roots.append((name, site))
+        # Where the classes that pack sequences may be held by another module: the files that call them.
+        # Their forward's arguments are what the holders pass, which the evaluator reads there.
+        builders = []
+        for name in modules:
+            if any(call.rsplit(".", 1)[-1] == "pack_padded_sequence" for call in summary["classes"][name]["calls"]):
+                files = self.files_calling(key, name)
+                if files:
+                    builders.append((name, tuple((self.paths[file], *self._entries[file].version) for file in files)))
         injected = [(name, *entry) for (file, name), entries in self._handed.items() if file == key for entry in entries]
         rnn_elsewhere = rnn_elsewhere or bool(imported) or bool(injected)
         return {"modules": tuple(sorted(modules)), "plain": tuple(sorted(plain)), "inherited": tuple(sorted(inherited)),
                 "imported": tuple(sorted(imported)), "rnn_elsewhere": rnn_elsewhere, "injected": tuple(sorted(injected)),
-                "roots": tuple(sorted(roots))}
+                "roots": tuple(sorted(roots)), "built_elsewhere": tuple(sorted(builders))}
 
     # -- root modules ---------------------------------------------------------------------------------
     def _constructed(self, key: str) -> List[str]:
@@ -1269,6 +1284,21 @@ class IndexBuilder:
         within = tuple(_path_key(str(root)).rstrip(os.sep) + os.sep if root is not None else "" for root in roots)
         return tuple(sorted(name for name in names
                             if any(other != key and other.startswith(within) for other in self._mentions.get(name, ()))))
+
+    def files_calling(self, key: str, name: str) -> List[str]:
+        """The other files of the project whose text calls the class `name` of file `key` by its simple
+        name and may import it (a cheap look: whether a call there builds this class is the evaluator's)."""
+        if self._calling is None:
+            self._calling = {}
+            for file in sorted(self.paths, key=lambda k: self.paths[k]):
+                for called in self._constructed(file):
+                    self._calling.setdefault(called, []).append(file)
+        found = []
+        for file in self._calling.get(name.rsplit(".", 1)[-1], ()):
+            if file != key and self._may_import_from(file, key):
+                self._entry(file, need_summary=False)
+                found.append(file)
+        return found
 
     def root_site(self, start: ClassKey) -> Optional[str]:
         """Where the project builds the module class as a root, a module no other one holds: every call

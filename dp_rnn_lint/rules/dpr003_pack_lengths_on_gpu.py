@@ -7,8 +7,10 @@ through helper methods' parameters, through tensor methods such as `mask.sum(1)`
 `lengths.long()`, or through comparisons, arithmetic and torch functions that keep the device:
 `(tokens != pad).sum(1)`, `(lengths + 1) // 2`, `torch.div(lengths, 2)`) without a conversion to the
 CPU (`.cpu()`, `.to("cpu")`, `.tolist()`...). A parameter is a list, not a tensor, when its annotation
-or default says so, or when the classes of the file that hold the module call it, and every such call
-passes a Python list (`self.text(q, list(q_len))`).
+or default says so, or when the classes that hold the module (in any file of the project) call it, and
+every such call passes a Python list (`self.text(q, list(q_len))`). A module that nothing wraps or builds
+as a root, run only by the classes holding it, is not flagged when every such call passes the lengths on
+the CPU (`self.chars(x, lengths.cpu())`): DataParallel scatters only the wrapped module's arguments.
 
 With `--scope wrapped`, it also flags lengths that are a list parameter of the forward of a class
 DataParallel runs.
@@ -87,7 +89,7 @@ import libcst as cst
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow
 from ..analysis.forward_path import ForwardPath, PackCall
-from ..analysis.modules import bind_arguments, call_argument, is_atomic, is_self_attribute, iter_nodes, self_name, string_value
+from ..analysis.modules import bind_arguments, call_argument, is_atomic, iter_nodes, self_name, string_value
 from ..analysis.traversal import children
 from ..findings import AppendMethodCall, Fix, Violation
 from .base import Example, Rule
@@ -236,7 +238,11 @@ class PackLengthsOnGpu(Rule):
         param = origin.param
         name = param.name.value
         kind = _parameter_kind(analysis, path.forward, param, origin.tensor_methods)
-        if kind == "unknown" and path.forward is not None and _callers_pass_lists(analysis, path, param):
+        qualname = analysis.model.qualname(path.cls.node)
+        held = analysis.evaluated.holders_pass_the_cpu(qualname, name, analysis.context.files_building(qualname))
+        if held is not None and not (wrapped or analysis.root_site(path.cls) or analysis.direct_wrap_site(path.cls)):
+            return None  # only run by modules holding it, which pass the lengths on the CPU (a scatter passes none)
+        if kind == "unknown" and held == "list":
             kind = "list"
         if kind == "list":
             if not wrapped:
@@ -447,34 +453,6 @@ def _tested_for_truth(function: cst.FunctionDef, name: str) -> bool:
             tested = [node.left, node.right]
         if any(isinstance(test, cst.Name) and test.value == name for test in tested):
             return True
-    return False
-
-
-def _callers_pass_lists(analysis: FileAnalysis, path: ForwardPath, param: cst.Param) -> bool:
-    """Whether the module classes of the file that hold this class (`self.text = TextProcessor(...)`) call
-    it, and every such call passes a Python list for the parameter (`self.text(q, list(q_len))`), which
-    `pack_padded_sequence` takes on the CPU whatever device the tensors are on."""
-    holders = analysis.model.holding_attributes(path.cls)
-    passed = []
-    for cls in analysis.model.classes:
-        attrs = holders.get(id(cls), set())
-        for method in cls.methods.values() if attrs else ():
-            me = self_name(method)
-            for call in iter_nodes(method.body, (cst.Call,)):
-                if is_self_attribute(call.func, me) in attrs:
-                    passed.append((bind_arguments(call, path.forward).get(param.name.value),
-                                   analysis.resolver.scopes[method]))
-    return bool(passed) and all(_is_a_list(analysis, argument, scope) for argument, scope in passed)
-
-
-def _is_a_list(analysis: FileAnalysis, node: Optional[cst.BaseExpression], scope) -> bool:
-    """`[...]`, `[x for ...]`, `list(...)` or `x.tolist()`."""
-    if isinstance(node, (cst.List, cst.ListComp)):
-        return True
-    if isinstance(node, cst.Call):
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "tolist":
-            return True
-        return analysis.resolver.qualified_name(node.func, scope) == "builtins.list"
     return False
 
 
