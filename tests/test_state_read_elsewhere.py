@@ -32,7 +32,7 @@ def test_the_markers_are_what_the_cli_and_flake8_report_whichever_paths_are_name
     assert located(one_file.stdout) == {("model.py", 19, "DPR006")}, one_file.stdout
     script = run(project, "--preview", "extract.py")  # as pre-commit runs it: one changed file, the cache warm or not
     assert located(script.stdout) == {("extract.py", 9, "DPR005")}, script.stdout
-    assert "what tracker/factory.py:recurrent_layer() returns" in script.stdout
+    assert "`layer` is what tracker/factory.py:recurrent_layer() returns, an nn.LSTM or nn.GRU" in script.stdout
     for path in ("tracker/model.py", "tracker/encoder.py", "extract.py"):
         plugin = flake8(project, "--dp-rnn-preview", path)
         assert located(plugin.stdout) == {item for item in FINDINGS if item[0] == path}, plugin.stdout

@@ -756,6 +756,54 @@ class EvaluatedClasses:
         return self._path
 
     @property
+    def tree(self) -> ast.Module:
+        """The file's `ast` tree, the one the evaluator binds (its nodes are the ones queries take)."""
+        return self.evaluator.summary(self._path).tree
+
+    def scope_at(self, node: ast.AST) -> Optional[Scope]:
+        """The innermost function or class scope of the file holding a node of `tree` (the module's else)."""
+        summary = self.evaluator.summary(self._path)
+        found, line = summary.module_scope, getattr(node, "lineno", 0)
+        for scope in summary.scopes.values():
+            definition = scope.node
+            if (definition.lineno <= line <= (definition.end_lineno or 0)
+                    and (found.kind == "module" or definition.lineno >= found.node.lineno)):
+                found = scope
+        return found
+
+    def factory_of(self, call: ast.Call) -> Optional[ProjectFunction]:
+        """The project function whose return a DataParallel call wraps, directly or through one local name
+        (`layer = recurrent_layer("gru", size)`, then `nn.DataParallel(layer)`), for the message."""
+        module = call.args[0] if call.args else None
+        scope = self.scope_at(call)
+        if isinstance(module, ast.Name) and scope is not None:
+            bound = scope.bindings.get(module.id, [])
+            module = bound[0].value if len(bound) == 1 and bound[0].kind == ASSIGN and not bound[0].positions else None
+        if not isinstance(module, ast.Call) or scope is None:
+            return None
+        try:
+            functions = [value for value in self.evaluator.values(module.func, scope) if isinstance(value, ProjectFunction)]
+        except RecursionError:
+            return None
+        return functions[0] if len(functions) == 1 else None
+
+    def wrapped_rnn(self, call: ast.Call) -> Optional[RnnFact]:
+        """What the module a DataParallel call wraps is (its first argument or `module=`), as far as RNNs go,
+        leaving out DataParallel wraps of it (`self.rnn = nn.DataParallel(self.rnn)` wraps what `self.rnn`
+        held before)."""
+        module = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else next(
+            (keyword.value for keyword in call.keywords if keyword.arg == "module"), None)
+        if module is None:
+            return None
+        try:
+            scope = self.scope_at(call)
+            receiver = ProjectClass(self._path, scope.owner_class) if scope is not None and scope.owner_class else None
+            values = self.evaluator.values(module, scope, receiver)
+            return self.evaluator.rnn_fact(frozenset(value for value in values if not _is_data_parallel(value)))
+        except RecursionError:
+            return None
+
+    @property
     def evaluator(self) -> Evaluator:
         if self._evaluator is None:
             tree = self._tree if self._tree is not None else ast.parse(self._source())

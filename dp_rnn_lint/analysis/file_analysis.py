@@ -12,6 +12,7 @@ import libcst as cst
 from .forward_path import ForwardPath
 from .modules import ModuleClass, ModuleModel
 from .names import NameResolver
+from .positions import paired_calls
 from .evaluator import EvaluatedClasses
 from .project import FileContext
 from .torch_names import canonical
@@ -35,6 +36,7 @@ class FileAnalysis:
         self.model = ModuleModel(module, self.resolver, known_modules=known, plain_classes=frozenset(self.context.plain),
                                  evaluated=self.evaluated)
         self._paths: Dict[int, ForwardPath] = {}
+        self._ast_calls: Optional[Dict[cst.Call, ast.Call]] = None
 
     @property
     def checked_classes(self) -> List[ModuleClass]:
@@ -71,6 +73,15 @@ class FileAnalysis:
                      None) if analysis is not None else None
         forward = other.find_method("forward") if other is not None else None
         return (analysis, forward[1], forward[0]) if forward is not None else None
+
+    def ast_call(self, call: cst.Call) -> Optional[ast.Call]:
+        """The same call in the evaluator's `ast` tree of the file (None when the two trees disagree)."""
+        if self._ast_calls is None:
+            try:
+                self._ast_calls = paired_calls(self.resolver.calls, self.evaluated.tree) or {}
+            except (SyntaxError, ValueError, RecursionError):
+                self._ast_calls = {}
+        return self._ast_calls.get(call)
 
     def owner_of(self, function: cst.FunctionDef, cls: ModuleClass) -> ModuleClass:
         """The class of this file whose method `function` is (`cls`, or one of its bases, when it is none's)."""

@@ -24,16 +24,28 @@ Span = Tuple[int, int, int, int]  # line, column, end line, end column: 1-based,
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
-def call_spans(calls: Sequence[cst.Call], tree: ast.AST, text: str) -> Optional[Dict[cst.Call, Span]]:
-    """Each libcst call's span, from `tree` (Python's tree of `text`); None when the trees disagree."""
-    ast_calls = sorted(
+def paired_calls(calls: Sequence[cst.Call], tree: ast.AST) -> Optional[Dict[cst.Call, ast.Call]]:
+    """Each libcst call (in source order) with the same call in `tree`; None when the trees disagree."""
+    ast_calls = _sorted_calls(tree)
+    if len(ast_calls) != len(calls):
+        return None
+    if any(_callee(call.func) != callee_name(node.func) for call, node in zip(calls, ast_calls)):
+        return None
+    return dict(zip(calls, ast_calls))
+
+
+def _sorted_calls(tree: ast.AST) -> list:
+    return sorted(
         (node for node in walk(tree) if isinstance(node, ast.Call)),
         # Source order; of calls starting together (`f(x)(y)`), the outer one first, as libcst visits.
         key=lambda node: (node.lineno, node.col_offset, -(node.end_lineno or 0), -(node.end_col_offset or 0)),
     )
-    if len(ast_calls) != len(calls):
-        return None
-    if any(_callee(call.func) != callee_name(node.func) for call, node in zip(calls, ast_calls)):
+
+
+def call_spans(calls: Sequence[cst.Call], tree: ast.AST, text: str) -> Optional[Dict[cst.Call, Span]]:
+    """Each libcst call's span, from `tree` (Python's tree of `text`); None when the trees disagree."""
+    pairs = paired_calls(calls, tree)
+    if pairs is None:
         return None
     lines = _LINE_BREAK.split(text)
 
@@ -45,7 +57,7 @@ def call_spans(calls: Sequence[cst.Call], tree: ast.AST, text: str) -> Optional[
         return {
             call: (node.lineno, column(node.lineno, node.col_offset),
                    node.end_lineno, column(node.end_lineno, node.end_col_offset))
-            for call, node in zip(calls, ast_calls)
+            for call, node in pairs.items()
         }
     except (IndexError, TypeError):
         return None

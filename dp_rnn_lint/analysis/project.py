@@ -751,9 +751,6 @@ class FileContext:
     # other files that may build them (and hold them in a module, calling their forward)
     built_elsewhere: Tuple[Tuple[str, tuple], ...] = ()
 
-    def bases_elsewhere(self, qualname: str) -> tuple:
-        return dict(self.inherited).get(qualname, ())
-
     def files_building(self, qualname: str) -> Tuple[str, ...]:
         """The other files of the project that may build a class of this file (see IndexBuilder.files_calling)."""
         return tuple(item[0] for item in dict(self.built_elsewhere).get(qualname, ()))
@@ -766,14 +763,6 @@ class FileContext:
                 previous = handed.get(key)
                 handed[key] = (what, kind if previous is None or previous[0] != what else f"{previous[1]} or {kind}")
         return handed
-
-    def imported_name(self, local: str) -> Optional[Tuple[str, str, str, int, int]]:
-        """(kind, path, qualname, size, mtime_ns) of a name imported from another file of the project."""
-        return next((item[1:] for item in self.imported if item[0] == local), None)
-
-    def rnn_factory(self, callee: str) -> Optional[Tuple[str, str]]:
-        """(kind, "path:function") when the project says that calling `callee` here builds a torch RNN."""
-        return next((item[1:] for item in self.rnn_factories if item[0] == callee), None)
 
     def wrap_site(self, qualname: str) -> Optional[str]:
         return dict(self.wrapped).get(qualname)

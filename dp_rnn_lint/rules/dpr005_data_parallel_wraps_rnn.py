@@ -2,10 +2,10 @@
 
 ## What it does
 Flags `nn.DataParallel(rnn)` and `data_parallel(rnn, inputs)` whose module is a torch RNN itself: an
-`nn.LSTM`/`nn.GRU`/`nn.RNN` built in the call, a name bound to one in the same function or module, what
-a factory function returns when its every return is one (in the same file, or in another file of the
-project, which the project index follows), or an RNN attribute of the class the call is in
-(`nn.DataParallel(self.lstm)`, or `self.lstm = nn.DataParallel(nn.LSTM(...))` in `__init__`).
+`nn.LSTM`/`nn.GRU`/`nn.RNN` on every path, as the project's evaluator finds it: built in the call, a name
+bound to one, what a function of any file of the project returns when its every return is one, or an
+RNN attribute of the class the call is in (`nn.DataParallel(self.lstm)`, `self.lstm =
+nn.DataParallel(self.lstm)` in a method, or `self.lstm = nn.DataParallel(nn.LSTM(...))` in `__init__`).
 
 ## Why is this bad?
 DataParallel copies the module onto each GPU for every call and runs the copies' `forward`. For an RNN
@@ -62,14 +62,13 @@ Put `# noqa: DPR005` on the reported line.
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
-
-import libcst as cst
+from typing import Iterator
 
 from ..analysis import FileAnalysis
-from ..analysis.modules import call_argument, iter_nodes
-from ..analysis.names import UNPACK, Scope
-from ..analysis.torch_names import MODULE_METHODS_RETURNING_SELF, canonical, rnn_kind
+from ..analysis.modules import call_argument
+from ..analysis.project import shown_path
+from ..analysis.torch_names import canonical
+from ..analysis.values import describe_kinds
 from ..findings import Violation
 from .base import Example, Rule
 
@@ -77,11 +76,10 @@ _WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel"
                        "torch.nn.parallel.data_parallel.DataParallel"})
 _FUNCTIONS = frozenset({"torch.nn.parallel.data_parallel", "torch.nn.parallel.data_parallel.data_parallel"})
 _MESSAGE = (
-    "{wrap} wraps an nn.{kind} directly ({what}): the replicas run nn.{kind}.forward, where nothing can call "
-    "flatten_parameters(), so every call warns that the weights are not one contiguous chunk and copies them; "
-    "wrap a module whose forward calls self.<rnn>.flatten_parameters() first instead"
+    "{wrap} wraps a torch RNN directly ({what}): the replicas run the RNN's own forward, where "
+    "nothing can call flatten_parameters(), so every call warns that the weights are not one contiguous chunk and "
+    "copies them; wrap a module whose forward calls self.<rnn>.flatten_parameters() first instead"
 )
-_MAX_DEPTH = 8
 
 
 class DataParallelWrapsRnn(Rule):
@@ -128,81 +126,17 @@ class DataParallelWrapsRnn(Rule):
             module = call_argument(call, 0, "module")
             if module is None:
                 continue
-            found = _rnn_of(analysis, module, scope, 0)
-            if found is not None:
-                kind, what = found
+            same = analysis.ast_call(call)
+            fact = analysis.evaluated.wrapped_rnn(same) if same is not None else None
+            # A torch RNN on every path: nothing else (another module, None, a list) is ever wrapped there.
+            if fact is not None and not (fact.is_list or fact.sometimes or fact.maybe_none or fact.guess):
                 wrap = "nn.DataParallel(...)" if callee in _WRAPPERS else "data_parallel(...)"
-                yield Violation(self.code, _MESSAGE.format(wrap=wrap, what=what, kind=kind), call)
+                factory = analysis.evaluated.factory_of(same)
+                made = f"what {shown_path(factory.path)}:{factory.qualname}() returns, " if factory is not None else ""
+                what = f"`{_shown(analysis.module.code_for_node(module))}` is {made}an {describe_kinds(fact.kinds)}"
+                yield Violation(self.code, _MESSAGE.format(wrap=wrap, what=what), call)
 
 
-def _rnn_of(analysis: FileAnalysis, node: cst.BaseExpression, scope: Scope, depth: int) -> Optional[tuple]:
-    """(kind, how it reads) when `node` is a torch RNN: built here, named, or an RNN attribute of the class."""
-    if depth > _MAX_DEPTH:
-        return None
-    code = analysis.module.code_for_node
-    if isinstance(node, cst.Call):
-        func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in MODULE_METHODS_RETURNING_SELF:
-            return _rnn_of(analysis, func.value, scope, depth + 1)  # `nn.GRU(...).cuda()`
-        kind = rnn_kind(analysis.resolver.qualified_name(func, scope))
-        if kind:
-            return kind, f"a new {code(func)}"
-        return _returned_by(analysis, func, scope, depth) or _built_elsewhere(analysis, func)
-    if isinstance(node, cst.Name):
-        bindings = analysis.resolver.bindings(node.value, scope)
-        # A member of an unpacked tuple (`rnn, _ = build()`) carries the whole value: not followed here.
-        values = [binding.value if binding.kind != UNPACK else None for binding in bindings]
-        if not values or any(value is None for value in values):
-            return None  # a parameter, a loop variable, or an assignment this cannot follow
-        found = [_rnn_of(analysis, value, scope, depth + 1) for value in values]
-        if all(found):
-            return found[0][0], f"`{node.value}`, which holds {found[0][1]}"
-        return None
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-        cls = _enclosing_class(analysis, scope)
-        # What the attribute holds besides this very wrap: `self.rnn = nn.DataParallel(self.rnn)` in a
-        # method wraps the LSTM `__init__` stored there.
-        fact = analysis.evaluated.attribute_fact(analysis.model.qualname(cls.node), node.attr.value) if cls else None
-        always_one_rnn = fact is not None and len(fact.kinds) == 1 and not (
-            fact.is_list or fact.sometimes or fact.maybe_none or fact.guess)
-        if always_one_rnn:
-            kind = next(iter(fact.kinds)).value
-            return kind, f"self.{node.attr.value} (nn.{kind})"
-    return None
-
-
-def _built_elsewhere(analysis: FileAnalysis, func: cst.BaseExpression) -> Optional[tuple]:
-    """What a factory function of another file of the project builds, as the project index found it."""
-    if not isinstance(func, (cst.Name, cst.Attribute)):
-        return None
-    found = analysis.context.rnn_factory(analysis.module.code_for_node(func))
-    if found is None:
-        return None
-    kind, where = found
-    kinds = kind.split(" or ")
-    either = f", an nn.{' or an nn.'.join(kinds)}" if len(kinds) > 1 else ""
-    return kinds[0], f"what {where}() returns{either}"
-
-
-def _returned_by(analysis: FileAnalysis, func: cst.BaseExpression, scope: Scope, depth: int) -> Optional[tuple]:
-    """What a function of this file returns, when every return statement gives a torch RNN."""
-    if not isinstance(func, cst.Name):
-        return None
-    definitions = [binding.node for binding in analysis.resolver.bindings(func.value, scope)]
-    if len(definitions) != 1 or not isinstance(definitions[0], cst.FunctionDef):
-        return None
-    function = definitions[0]
-    inner = analysis.resolver.scope_of(function)
-    returns = [node.value for node in iter_nodes(function.body, (cst.Return,), skip_nested_scopes=True)]
-    found = [_rnn_of(analysis, value, inner, depth + 1) if value is not None else None for value in returns]
-    if found and all(found):
-        return found[0][0], f"{found[0][1]} from {func.value}()"
-    return None
-
-
-def _enclosing_class(analysis: FileAnalysis, scope: Optional[Scope]):
-    while scope is not None and scope.kind != "class":
-        scope = scope.parent
-    if scope is None:
-        return None
-    return next((cls for cls in analysis.model.classes if cls.node is scope.node), None)
+def _shown(code: str) -> str:
+    code = " ".join(code.split())
+    return code if len(code) <= 60 else code[:57] + "..."
