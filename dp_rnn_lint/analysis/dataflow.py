@@ -8,6 +8,7 @@ use; loops are not told apart.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
@@ -225,6 +226,31 @@ class PackedSources:
     helper_of: Callable[[cst.Call], Optional[cst.FunctionDef]] = lambda call: None
 
 
+class Untraceable(enum.Enum):
+    """Why a packed sequence could not be followed back to the call that packed it (`{name}`: the name)."""
+
+    TOO_FAR = "the packed sequence's origin is too far away to follow"
+    REBUILT = "the packed sequence is rebuilt from batch sizes this linter cannot follow"
+    CALL = "the packed sequence comes from a call this linter cannot follow"
+    EXPRESSION = "the packed sequence comes from an expression this linter cannot follow"
+    ORIGIN = "the packed sequence's origin cannot be followed"
+    PARAMETER = "the packed sequence is the parameter `{name}`"  # packed by the caller
+    NOT_ASSIGNED = "`{name}` is not assigned in this function (a global, or a variable of an enclosing function)"
+    AUGMENTED = "`{name}` is built up with an augmented assignment (`{name} += ...`), which this linter does not follow"
+    OTHER_BINDING = "`{name}` is bound by a loop, `with` or another statement this linter cannot follow"
+    NOT_RNN_OUTPUT = "`{name}` is not the output of an RNN call"
+    HELPER_RETURNS = "the packed sequence comes from `{name}()`, which does not return one value"
+
+
+@dataclass(frozen=True)
+class Untraced:
+    why: Untraceable
+    name: str = ""
+
+    def __str__(self) -> str:
+        return self.why.value.format(name=self.name)
+
+
 def trace_to_pack(
     flow: FunctionFlow,
     expr: cst.BaseExpression,
@@ -234,16 +260,16 @@ def trace_to_pack(
     depth: int = 0,
     rnn_output: bool = False,
     sources: PackedSources = PackedSources(),
-) -> Union[PackSite, str]:
-    """Follow a PackedSequence expression back to the call that packed it; a reason string on failure.
+) -> Union[PackSite, "Untraced"]:
+    """Follow a PackedSequence expression back to the call that packed it; why not (`Untraced`) on failure.
 
     `rnn_output` says the expression's value is the first element of what a call returned: an RNN
     run on a PackedSequence returns `(PackedSequence, hidden)`, so the call is followed to its input.
     """
     if depth > 12:
-        return "the packed sequence's origin is too far away to follow"
+        return Untraced(Untraceable.TOO_FAR)
 
-    def follow(node: cst.BaseExpression, at: Optional[int], output: bool = False) -> Union[PackSite, str]:
+    def follow(node: cst.BaseExpression, at: Optional[int], output: bool = False) -> Union[PackSite, "Untraced"]:
         return trace_to_pack(flow, node, is_pack_call, is_module_call, at, depth + 1, output, sources)
 
     if isinstance(expr, cst.Call):
@@ -256,28 +282,28 @@ def trace_to_pack(
             batch_sizes = call_argument(expr, 1, "batch_sizes")
             if isinstance(batch_sizes, cst.Attribute) and batch_sizes.attr.value == "batch_sizes":
                 return follow(batch_sizes.value, flow.seq_of.get(expr, before))
-            return "the packed sequence is rebuilt from batch sizes this linter cannot follow"
+            return Untraced(Untraceable.REBUILT)
         helper = None if rnn_output else sources.helper_of(expr)
         if helper is not None:
             return _through_helper(expr, helper, is_pack_call, is_module_call, depth, sources)
-        return "the packed sequence comes from a call this linter cannot follow"
+        return Untraced(Untraceable.CALL)
     if isinstance(expr, cst.Subscript) and isinstance(expr.value, (cst.Call, cst.Name)):
         index = expr.slice[0].slice if len(expr.slice) == 1 else None
         if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0":
             # `self.rnn(packed)[0]`, or `res[0]` after `res = self.rnn(packed)`
             return follow(expr.value, flow.seq_of.get(expr.value, before), output=True)
-        return "the packed sequence comes from an expression this linter cannot follow"
+        return Untraced(Untraceable.EXPRESSION)
     if isinstance(expr, cst.Name):
         seq = flow.seq_of.get(expr, before)
         if seq is None:
-            return "the packed sequence's origin cannot be followed"
+            return Untraced(Untraceable.ORIGIN)
         site = flow.binding_before(expr.value, seq, expr)
         if site is None:
             if expr.value in flow.parameters:
-                return f"the packed sequence is the parameter `{expr.value}`"
-            return f"`{expr.value}` is not assigned in this function (a global, or a variable of an enclosing function)"
+                return Untraced(Untraceable.PARAMETER, expr.value)
+            return Untraced(Untraceable.NOT_ASSIGNED, expr.value)
         found = _follow_binding(expr.value, site, rnn_output, follow)
-        if isinstance(found, str):
+        if isinstance(found, Untraced):
             # `if not packed: x = pack(...) else: x = given`: the arm that packs is the one to measure in
             # (the fix leaves the other paths as they were).
             other = flow.binding_in_other_arm(expr.value, site, expr)
@@ -285,30 +311,30 @@ def trace_to_pack(
             if isinstance(alternative, PackSite):
                 return alternative
         return found
-    return "the packed sequence comes from an expression this linter cannot follow"
+    return Untraced(Untraceable.EXPRESSION)
 
 
-def _follow_binding(name: str, site: BindingSite, rnn_output: bool, follow) -> Union[PackSite, str]:
+def _follow_binding(name: str, site: BindingSite, rnn_output: bool, follow) -> Union[PackSite, "Untraced"]:
     if site.augmented:
-        return f"`{name}` is built up with an augmented assignment (`{name} += ...`), which this linter does not follow"
+        return Untraced(Untraceable.AUGMENTED, name)
     if site.value is None:
-        return f"`{name}` is bound by a loop, `with` or another statement this linter cannot follow"
+        return Untraced(Untraceable.OTHER_BINDING, name)
     if site.tuple_index is None:
         return follow(site.value, site.seq, output=rnn_output)
     if site.tuple_index == 0 and isinstance(site.value, cst.Call) and not rnn_output:
         return follow(site.value, site.seq, output=True)
-    return f"`{name}` is not the output of an RNN call"
+    return Untraced(Untraceable.NOT_RNN_OUTPUT, name)
 
 
 def _through_helper(call: cst.Call, helper: cst.FunctionDef, is_pack_call, is_module_call, depth: int,
-                    sources: PackedSources) -> Union[PackSite, str]:
+                    sources: PackedSources) -> Union[PackSite, "Untraced"]:
     """`encoded = self.encode(x, lengths)`: the helper's single returned value, followed inside it."""
     returns = list(iter_nodes(helper.body, (cst.Return,), skip_nested_scopes=True))
     if len(returns) != 1 or returns[0].value is None:
-        return f"the packed sequence comes from `{helper.name.value}()`, which does not return one value"
+        return Untraced(Untraceable.HELPER_RETURNS, helper.name.value)
     inner = FunctionFlow(helper)
     site = trace_to_pack(inner, returns[0].value, is_pack_call, is_module_call, inner.seq_of.get(returns[0].value),
                          depth + 1, False, PackedSources(sources.is_rebuild))
-    if isinstance(site, str):
+    if isinstance(site, Untraced):
         return site
     return PackSite(site.call, call, inner)

@@ -154,7 +154,8 @@ from typing import Callable, Dict, FrozenSet, Iterator, Optional, Tuple, Union
 import libcst as cst
 
 from ..analysis import FileAnalysis
-from ..analysis.dataflow import FunctionFlow, PackedSources, PackSite, fresh_name, names_used, trace_to_pack
+from ..analysis.dataflow import (FunctionFlow, PackedSources, PackSite, Untraceable, Untraced, fresh_name, names_used,
+                                 trace_to_pack)
 from ..analysis.forward_path import PadCall
 from ..analysis.modules import ModuleClass, call_argument, iter_nodes, literal_time_dimension
 from ..analysis.names import dotted_name
@@ -289,9 +290,11 @@ class PadPackedTotalLength(Rule):
                                                 if escape.kind == STORED else "leaves forward") if escape.product
                    else _STORED_MESSAGE if escape.kind == STORED else _MESSAGE)
         outcome = self._trace(analysis, event, flows)
-        if isinstance(outcome, str):
-            if outcome.startswith("the packed sequence is the parameter"):
-                # Packed by the caller: the padded length exists only there.
+        if isinstance(outcome, (str, Untraced)):
+            packed_by_the_caller = isinstance(outcome, Untraced) and outcome.why is Untraceable.PARAMETER
+            outcome = str(outcome)
+            if packed_by_the_caller:
+                # The padded length exists only where the caller packs.
                 outcome += (" and nothing here measures the padded input: pass total_length from the caller, or "
                             "pack inside the wrapped forward")
             advice = (
@@ -304,7 +307,7 @@ class PadPackedTotalLength(Rule):
         # Unsafe: on one device the padded length changes when inputs are padded past the batch maximum.
         return Violation(self.code, message + advice + note, event.call, Fix(edits, safe=False))
 
-    def _trace(self, analysis: FileAnalysis, event: PadCall, flows: Dict) -> Union[str, Tuple[str, tuple, bool]]:
+    def _trace(self, analysis: FileAnalysis, event: PadCall, flows: Dict) -> Union[str, Untraced, Tuple[str, tuple, bool]]:
         if not isinstance(event.function, cst.FunctionDef):
             return "the call is inside a lambda"
         sequence = call_argument(event.call, 0, "sequence")
@@ -350,7 +353,7 @@ class PadPackedTotalLength(Rule):
             return found[0] if found else None
 
         site = trace_to_pack(flow, sequence, is_pack_call, is_module_call, sources=PackedSources(is_rebuild, helper_of))
-        if isinstance(site, str):
+        if isinstance(site, Untraced):
             return site
         if site.helper_call is not None:
             return self._fix_through_helper(analysis, flow, site, event)

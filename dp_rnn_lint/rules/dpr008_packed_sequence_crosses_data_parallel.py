@@ -80,7 +80,7 @@ from typing import Iterator, Optional, Set
 import libcst as cst
 
 from ..analysis import FileAnalysis
-from ..analysis.dataflow import FunctionFlow, PackSite, trace_to_pack
+from ..analysis.dataflow import FunctionFlow, PackSite, Untraceable, Untraced, trace_to_pack
 from ..analysis.forward_path import Invocation, PadCall
 from ..analysis.modules import ModuleClass, call_argument, iter_nodes, returned_parts
 from ..analysis.torch_names import PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE, canonical
@@ -100,7 +100,6 @@ _PACKED_OUT = (
 )
 # What makes a PackedSequence in forward: the pack calls, and the namedtuple built from fields by hand.
 _PACKING = frozenset({PACK_PADDED_SEQUENCE, PACK_SEQUENCE, PACKED_SEQUENCE})
-_PARAMETER_ORIGIN = "the packed sequence is the parameter `{}`"
 
 
 class PackedSequenceCrossesDataParallel(Rule):
@@ -231,7 +230,7 @@ class _Forward:
     def _packed_parameters(self) -> Iterator[tuple]:
         annotated = {param.name.value for param in self.forward.params.params
                      if param.annotation is not None and _names_packed_sequence(param.annotation.annotation)}
-        unpacked_origins = set()
+        packed_parameters = set()
         for event in self.events:
             if isinstance(event, PadCall) and event.function is self.forward:
                 sequence = call_argument(event.call, 0, "sequence")
@@ -242,13 +241,13 @@ class _Forward:
                     yield name, event.call
                     continue
                 origin = self._trace(sequence)
-                if isinstance(origin, str):
-                    unpacked_origins.add(origin)
+                if isinstance(origin, Untraced) and origin.why is Untraceable.PARAMETER:
+                    packed_parameters.add(origin.name)  # unpacked here, packed by the caller
         for event in self.events:
             if isinstance(event, Invocation) and event.method is self.forward:
                 first = call_argument(event.call, 0, "input")
                 name = self._unchanged_parameter(first) if first is not None else None
-                if name is not None and (name in annotated or _PARAMETER_ORIGIN.format(name) in unpacked_origins):
+                if name is not None and (name in annotated or name in packed_parameters):
                     yield name, event.call
                     annotated.discard(name)
         # Annotated so but used only through its fields (a layer of cells stepping over `.data` by
