@@ -272,6 +272,7 @@ def test_a_repository_whose_root_folder_is_a_package_imports_from_that_folder(tm
                          "        super().__init__()\n        self.encoder = nn.LSTM(4, 4)\n",
         "model/copy.py": "from model.base import Base\n\n\nclass WithCopy(Base):\n    def forward(self, x):\n"
                          "        return self.encoder(x)\n",
+        "train.py": "from model.copy import WithCopy\n",  # the script run from the root
     }.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
@@ -279,3 +280,22 @@ def test_a_repository_whose_root_folder_is_a_package_imports_from_that_folder(tm
 
     found = Evaluator().rnn_attributes(str(root / "model" / "copy.py"), "WithCopy")
     assert found["encoder"].kinds == {LSTM}
+
+
+def test_a_package_named_like_torch_inside_a_package_does_not_shadow_torch(tmp_path):
+    # `import torch` in `texar/torch/core/layers.py` (no project marker): torch's, not texar's.
+    root = tmp_path / "repo"
+    for name, text in {
+        "texar/__init__.py": "",
+        "texar/torch/__init__.py": "",
+        "texar/torch/core/__init__.py": "",
+        "texar/torch/core/layers.py": "import torch\n\n\nclass Encoder(torch.nn.Module):\n"
+                                      "    def __init__(self):\n        super().__init__()\n"
+                                      "        self.rnn = torch.nn.GRU(4, 4)\n",
+    }.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    from dp_rnn_lint.analysis.evaluator import Evaluator
+
+    found = Evaluator().rnn_attributes(str(root / "texar" / "torch" / "core" / "layers.py"), "Encoder")
+    assert found["rnn"].kinds == {GRU}

@@ -103,9 +103,12 @@ class Evaluator:
         project = project_root(from_path)
         if project is not None:
             roots.extend([str(project), str(project / "src")])
-        # A repository whose root folder has an `__init__.py` of its own, run from that folder
-        # (`from model.seq2seq import ...` in `model/`): the folders of the enclosing packages, outermost first.
-        roots.extend(reversed(enclosing[:-1]))
+        elif enclosing[:-1] and _holds_modules(enclosing[-2]):
+            # No marker says where the project starts, and the folder above the outermost package may not
+            # be it: a repository whose root folder has an `__init__.py` of its own and scripts beside it,
+            # run from there (`from model.seq2seq import ...` in `model/`). That folder is a root too; a
+            # package folder holding only subpackages is not (`import torch` in `texar/torch/` is torch's).
+            roots.append(enclosing[-2])
         found = tuple(dict.fromkeys(roots))
         self._roots[folder] = found
         return found
@@ -985,6 +988,14 @@ def _is_torch_module_class(qualname: str) -> bool:
 
 def _mentions(node: ast.AST, name: str) -> bool:
     return any(isinstance(inner, ast.Name) and inner.id == name for inner in ast.walk(node))
+
+
+def _holds_modules(folder: str) -> bool:
+    """Whether a folder holds a Python module of its own besides `__init__.py` (a script run from it)."""
+    try:
+        return any(name.endswith(".py") and name != "__init__.py" for name in os.listdir(folder))
+    except OSError:
+        return False
 
 
 def _calls_held(func: ast.AST, me: Optional[str]) -> Optional[str]:
