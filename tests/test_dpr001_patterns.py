@@ -682,3 +682,45 @@ class VQA(nn.Module):
     assert findings(source) == ([(14, "DPR001")] if flagged else [])
     if flagged:
         assert "    def encode_all(self, x):\n        self.rnn.flatten_parameters()\n" in fixed(source)
+
+
+EARLY_EXIT = '''\
+import torch.nn as nn
+
+
+class Captioner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(4, 4)
+
+    def _sample(self, x):
+        self.rnn.flatten_parameters()
+        return self.rnn(x)[0]
+
+    def forward(self, x, sample=False):
+        {before}if {test}:
+            {exit}
+        out, _ = self.rnn(x)
+        return out
+'''
+
+
+@pytest.mark.parametrize("test, exit", [
+    ("sample", "return self._sample(x)"),
+    ("sample", "self.rnn.flatten_parameters()\n            return self.rnn(x)[0]"),
+    ("not self.training", "self.rnn.flatten_parameters()\n            out = self.rnn(x)[0]\n            return out"),
+])
+def test_code_after_an_if_that_returns_runs_only_when_the_if_does_not(test, exit):
+    # The compaction in the arm that returns never runs before the RNN after the `if`: it is the other arm.
+    source = EARLY_EXIT.format(before="", test=test, exit=exit)
+    line = source.splitlines().index("        out, _ = self.rnn(x)") + 1
+    assert findings(source) == [(line, "DPR001")]
+    assert findings(fixed(source)) == []
+
+
+@pytest.mark.parametrize("before, exit", [
+    ("self.rnn.flatten_parameters()\n        ", "return self._sample(x)"),  # before the `if`: on every path
+    ("self.rnn.flatten_parameters()\n        ", "raise ValueError(x)"),
+])
+def test_a_compaction_before_an_early_exit_covers_the_rest(before, exit):
+    assert findings(EARLY_EXIT.format(before=before, test="sample", exit=exit)) == []

@@ -8,7 +8,7 @@ told apart: a statement counts as having run once it appears earlier in the sour
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -144,6 +144,17 @@ _FUNCTIONS = frozenset({cst.FunctionDef, cst.Lambda})
 _COMPREHENSIONS = frozenset({cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp})
 
 
+def _always_exits(body: cst.BaseSuite) -> bool:
+    """Whether a block ends by leaving the function: its last statement returns or raises."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    last = statements[-1] if statements else None
+    if isinstance(last, cst.SimpleStatementLine):
+        return isinstance(last.body[-1], (cst.Return, cst.Raise))
+    if isinstance(last, cst.SimpleStatementSuite):
+        return isinstance(last.body[-1], (cst.Return, cst.Raise))
+    return isinstance(last, (cst.Return, cst.Raise))
+
+
 class _MethodWalker(Visitor):
     def __init__(self, path: ForwardPath, method: cst.FunctionDef, owner: ModuleClass, active: Set[cst.FunctionDef],
                  handed: Dict[str, str], caller: Optional[tuple], conditions: Conditions) -> None:
@@ -166,6 +177,16 @@ class _MethodWalker(Visitor):
         self._conditions: List[Tuple[int, str, bool]] = list(conditions)  # the arms around the node visited
         self._arms: Dict[int, Tuple[int, str, bool]] = {}  # the arm each branch node starts, until visited
         self._entered: Set[int] = set()
+        # Statements after `if ...: return` (no else) run only when the test is false: the else arm.
+        self._after_exit: Dict[int, List[Tuple[int, str, bool]]] = {}
+        self._entered_after_exit: Dict[int, int] = {}
+
+    def _mark_code_after_early_exits(self, statements: Sequence[cst.BaseStatement]) -> None:
+        for index, statement in enumerate(statements):
+            if type(statement) is cst.If and statement.orelse is None and _always_exits(statement.body):
+                eval_arm = _eval_only_arm(statement.test, self.me)
+                for later in statements[index + 1:]:
+                    self._after_exit.setdefault(id(later), []).append((id(statement), "else", eval_arm == "else"))
 
     # -- bookkeeping --------------------------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -179,10 +200,15 @@ class _MethodWalker(Visitor):
         elif node_type is cst.Try:
             for position, handler in enumerate(node.handlers):
                 self._arms[id(handler)] = (id(node), f"except {position}", False)
+        elif node_type is cst.IndentedBlock or node_type is cst.Module:
+            self._mark_code_after_early_exits(node.body)
         arm = self._arms.pop(id(node), None)
         if arm is not None:
             self._conditions.append(arm)
             self._entered.add(id(node))
+        for arm in self._after_exit.pop(id(node), ()):
+            self._conditions.append(arm)
+            self._entered_after_exit[id(node)] = self._entered_after_exit.get(id(node), 0) + 1
         if node_type in _FUNCTIONS:
             self._functions.append(node)
             self._scopes.append(self.model.resolver.scopes[node])
@@ -194,6 +220,8 @@ class _MethodWalker(Visitor):
     def on_leave(self, original_node: cst.CSTNode) -> None:
         super().on_leave(original_node)
         self._statements.leave(original_node)
+        for _ in range(self._entered_after_exit.pop(id(original_node), 0)):
+            self._conditions.pop()
         if id(original_node) in self._entered:
             self._entered.discard(id(original_node))
             self._conditions.pop()
