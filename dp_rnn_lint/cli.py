@@ -156,9 +156,10 @@ def _print_diff(result: FileResult, out: TextIO) -> None:
 def build_verify_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dp-rnn-lint verify",
-        description="Run a model under DataParallel (real GPUs when there are enough, else a CPU emulation) "
-        "and report what goes wrong. This IMPORTS AND RUNS the given file: it is the only dp-rnn-lint "
-        "command that executes user code. Needs torch (pip install 'dp-rnn-lint[harness]').",
+        description="Run a model under DataParallel (real GPUs when there are enough, else a CPU emulation; "
+        "--device cuda: every replica on one GPU) and report what goes wrong. This IMPORTS AND RUNS the given "
+        "file: it is the only dp-rnn-lint command that executes user code. Needs torch "
+        "(pip install 'dp-rnn-lint[harness]').",
     )
     parser.add_argument("file", metavar="FILE", help="Python file defining the model and input factories")
     parser.add_argument("--model-factory", default="make_model", metavar="NAME",
@@ -170,6 +171,11 @@ def build_verify_parser() -> argparse.ArgumentParser:
     parser.add_argument("--train", action="store_true",
                         help="keep the model in training mode (default: eval mode, which also compares the "
                         "output with the single-device output)")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="auto: the real nn.DataParallel with at least --replicas GPUs, else the CPU emulation "
+                        "(default); cpu: the CPU emulation; cuda: every replica on the current GPU, built as "
+                        "DataParallel builds replicas on a second GPU, with cuDNN's own warnings and torch's own "
+                        "gather")
     return parser
 
 
@@ -207,11 +213,16 @@ def verify(argv: Sequence[str]) -> int:
         sys.stderr.write("dp-rnn-lint verify: error: --replicas must be at least 2 (one replica splits nothing)\n")
         return EXIT_USAGE
     try:
-        from .harness import check_data_parallel
+        from .harness import DeviceUnavailable, check_data_parallel, resolve_device
         from .harness.loading import LoadProblem, load_model_and_inputs
     except ImportError as error:
         sys.stderr.write(f"dp-rnn-lint verify: error: the harness needs torch ({error}); "
                          "pip install 'dp-rnn-lint[harness]'\n")
+        return EXIT_USAGE
+    try:
+        resolve_device(args.device)  # before the file runs: a missing GPU is the command's problem, not the file's
+    except DeviceUnavailable as error:
+        sys.stderr.write(f"dp-rnn-lint verify: error: --device {args.device}: {error}\n")
         return EXIT_USAGE
     try:
         model, inputs, kwargs = load_model_and_inputs(args.file, args.model_factory, args.inputs_factory)
@@ -219,7 +230,7 @@ def verify(argv: Sequence[str]) -> int:
         sys.stderr.write(f"error: {printable(args.file)}: {printable(str(problem))}\n")
         return EXIT_USAGE
     model.train(args.train)
-    report = check_data_parallel(model, *inputs, replicas=args.replicas, **kwargs)
+    report = check_data_parallel(model, *inputs, replicas=args.replicas, device=args.device, **kwargs)
     sys.stdout.write(f"{printable(args.file)}: {printable(str(report), keep_newlines=True)}\n")
     return EXIT_CLEAN if report.ok else EXIT_FINDINGS
 

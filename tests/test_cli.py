@@ -423,6 +423,25 @@ def test_verify_never_passes_a_file_it_could_not_check(project, extra, message):
     assert result.stdout == ""
 
 
+def test_verify_device_cuda_without_a_gpu_is_one_line_and_runs_nothing(project):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("checks what happens on a machine without CUDA")
+    (project / "runnable.py").write_text("print('the file ran')\n" + BUGGY + RUNNABLE_TAIL)
+    result = run("verify", "runnable.py", "--device", "cuda", cwd=project)
+    assert result.returncode == 2
+    assert result.stderr.startswith("dp-rnn-lint verify: error: --device cuda: no CUDA device (torch ")
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_verify_device_cpu_runs_the_emulation(project):
+    (project / "runnable.py").write_text(BUGGY + RUNNABLE_TAIL)
+    result = run("verify", "runnable.py", "--device", "cpu", cwd=project)
+    assert result.returncode == 1, result.stderr
+    assert "DataParallel check (cpu emulation, 2 replicas)" in result.stdout
+
+
 def test_verify_loads_files_as_python_would(project):
     (project / "helpers.py").write_text("def seed():\n    import torch\n    torch.manual_seed(0)\n")
     source = (

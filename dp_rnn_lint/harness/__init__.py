@@ -6,9 +6,15 @@ The only part of dp-rnn-lint that imports torch (install `dp-rnn-lint[harness]`)
     assert report.ok, report.problems
 
 With at least `replicas` CUDA devices it runs the real `nn.DataParallel`; otherwise it emulates
-DataParallel on the CPU step by step (see `emulation.py`). Either way the report lists:
+DataParallel on the CPU step by step (see `emulation.py`). `device="cuda"` runs DataParallel's steps with
+every replica on one GPU instead, built as replicas on a second GPU are (see `one_device.py`), and
+`device="cpu"` asks for the emulation. The CPU emulation and the one-device mode share one walk through
+DataParallel's forward (`_data_parallel_forward`); the device only changes where tensors live and which
+of torch's communication functions need a stand-in. Each way the report lists:
 - RNN submodules that ran on a replica before `flatten_parameters()` was called on that replica
-  (on GPUs: the "not part of single contiguous chunk of memory" warning);
+  (on GPUs: the "not part of single contiguous chunk of memory" warning; the one-device mode says
+  whether cuDNN gave it, or whether torch's forward compacted the replica's weights itself first, as
+  torch 2.0 and later do for weights that are not those of the RNN's last call);
 - outputs the replicas cannot be gathered into ("Gather got an input of invalid size");
 - exceptions raised by a replica, among them pack_padded_sequence refusing lengths that DataParallel
   moved to the replica's GPU ("'lengths' argument should be a 1D CPU int64 tensor"; the emulation
@@ -44,10 +50,16 @@ from .emulation import (
     mark_replica_devices,
     plain_tensors,
 )
+from .one_device import device_ids as one_device_ids
+from .one_device import one_device_communication, to_device
 
 NON_CONTIGUOUS_WARNING = "RNN module weights are not part of single contiguous chunk of memory"
 
-__all__ = ["HarnessReport", "check_data_parallel", "NON_CONTIGUOUS_WARNING"]
+__all__ = ["HarnessReport", "check_data_parallel", "resolve_device", "DeviceUnavailable", "NON_CONTIGUOUS_WARNING"]
+
+
+class DeviceUnavailable(RuntimeError):
+    """The device asked for is not on this machine (CUDA without a GPU): one line for the user."""
 
 
 @dataclass
@@ -55,11 +67,18 @@ class HarnessReport:
     problems: List[str] = field(default_factory=list)
     output: Any = None  # the gathered output, None when gathering failed
     replicas: int = 0  # how many replicas ran (fewer than asked when the batch is smaller)
-    mode: str = "cpu emulation"  # or "cuda"
+    mode: str = "cpu emulation"  # or "cuda" (real DataParallel), or "one device, cuda:0"
+    # What the replicas' forward passes (and the gather) warned, each distinct message once, in order.
+    warnings: List[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def non_contiguous_warning(self) -> bool:
+        """Whether PyTorch warned that an RNN's weights are not one contiguous chunk (only cuDNN does)."""
+        return any(NON_CONTIGUOUS_WARNING in message for message in self.warnings)
 
     def __str__(self) -> str:
         head = f"DataParallel check ({self.mode}, {self.replicas} replica{'s' if self.replicas != 1 else ''}): "
@@ -70,64 +89,137 @@ class HarnessReport:
         )
 
 
-def check_data_parallel(module: nn.Module, *inputs: Any, replicas: int = 2, **kwargs: Any) -> HarnessReport:
+def check_data_parallel(
+    module: nn.Module, *inputs: Any, replicas: int = 2, device: Any = "auto", **kwargs: Any
+) -> HarnessReport:
     """Run `module(*inputs, **kwargs)` as DataParallel would over `replicas` devices and report problems.
 
     Inputs are split along dim 0, as `nn.DataParallel`'s default does: pass batch-first tensors.
+    `device`: "auto" (the real nn.DataParallel with at least `replicas` CUDA devices, else the CPU
+    emulation), "cpu" (the CPU emulation), or "cuda" / "cuda:N" (every replica on that one GPU; raises
+    DeviceUnavailable where there is none). `replicas` and `device` are the harness's own keywords: a
+    forward taking arguments of those names cannot get them through here.
     """
     if not isinstance(module, nn.Module):
         raise TypeError(f"check_data_parallel needs an nn.Module, got {type(module).__name__}")
     if replicas < 1:
         raise ValueError("replicas must be at least 1")
-    if torch.cuda.is_available() and torch.cuda.device_count() >= replicas:
+    target = resolve_device(device)
+    if target is None and torch.cuda.is_available() and torch.cuda.device_count() >= replicas:
         return _run_on_gpus(module, inputs, kwargs, replicas)
-    return _emulate(module, inputs, kwargs, replicas)
+    if target is None or target.type == "cpu":
+        return _emulate(module, inputs, kwargs, replicas)
+    return _run_on_one_device(module, inputs, kwargs, replicas, target)
 
 
-# -- the CPU emulation ------------------------------------------------------------------------------
+def resolve_device(device: Any) -> Optional[torch.device]:
+    """The device `check_data_parallel(device=...)` names: None for "auto", the CPU, or a CUDA device with
+    its index. Raises DeviceUnavailable for a CUDA device this machine lacks, ValueError for other names."""
+    if isinstance(device, str) and device == "auto":
+        return None
+    try:
+        target = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        target = None
+    if target is None or target.type not in ("cpu", "cuda"):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}")
+    if target.type == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise DeviceUnavailable(f"no CUDA device (torch {torch.__version__}: torch.cuda.is_available() is False)")
+    index = torch.cuda.current_device() if target.index is None else target.index
+    count = torch.cuda.device_count()
+    if index >= count:
+        raise DeviceUnavailable(f"no device cuda:{index} (torch sees {count} CUDA device{'s' if count != 1 else ''})")
+    return torch.device("cuda", index)
+
+
+# -- DataParallel.forward, step by step: the CPU emulation and the one-device mode -----------------
 def _emulate(module: nn.Module, inputs: Tuple[Any, ...], kwargs: Dict[str, Any], replicas: int) -> HarnessReport:
     report = HarnessReport(mode="cpu emulation")
     reference = _single_device_output(module, inputs, kwargs, report)
-    device_ids = list(range(replicas))
-    if replicas == 1:
+    with cpu_communication():
+        _data_parallel_forward(module, inputs, kwargs, list(range(replicas)), report, device=None)
+    _compare(module, reference, report)
+    return report
+
+
+def _run_on_one_device(
+    module: nn.Module, inputs: Tuple[Any, ...], kwargs: Dict[str, Any], replicas: int, device: torch.device
+) -> HarnessReport:
+    report = HarnessReport(mode=f"one device, {device}")
+    # The current device is the replicas' (torch's parallel_apply sets it so), for what user code creates.
+    with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
+        module = copy.deepcopy(module).to(device)  # the caller's model stays where it was
+        inputs, kwargs = to_device(inputs, device), to_device(kwargs, device)
+        # Lengths moved to a GPU fail pack_padded_sequence on one device too; the replicas meet the same error
+        # and report it by replica, as the emulation does, so the single-device run leaves it to them.
+        reference = _single_device_output(module, inputs, kwargs, report, lengths_left_to_replicas=True)
+        with one_device_communication(device):
+            _data_parallel_forward(module, inputs, kwargs, one_device_ids(device, replicas), report, device=device)
+        _compare(module, reference, report)
+    return report
+
+
+def _data_parallel_forward(
+    module: nn.Module,
+    inputs: Tuple[Any, ...],
+    kwargs: Dict[str, Any],
+    device_ids: List[int],
+    report: HarnessReport,
+    device: Optional[torch.device],
+) -> None:
+    """DataParallel.forward on the communication functions the caller installed: scatter the batch along
+    dim 0, replicate, run the replicas one after another (their RNNs watched, their warnings caught), gather.
+
+    `device` is the one device of the one-device mode; None for the CPU emulation, which marks the
+    scattered integer and bool tensors as living on their replica's GPU.
+    """
+    if len(device_ids) == 1:
         # DataParallel over one device runs the module itself: no scatter, no replicas.
         report.replicas = 1
         try:
             report.output = module(*inputs, **kwargs)
         except Exception as error:
             report.problems.append(f"the module raised {type(error).__name__}: {_first_line(error)}")
-            return report
-        _compare(module, reference, report)
-        return report
-    with cpu_communication():
-        # DataParallel.forward, step by step.
-        try:
-            scattered, scattered_kwargs = scatter_kwargs(inputs, kwargs, device_ids, dim=0)
-        except Exception as error:
-            report.problems.append(
-                f"scattering the inputs along dim 0 fails: {type(error).__name__}: {_first_line(error)} "
-                "(every tensor input needs a batch dimension first)"
-            )
-            return report
-        if not scattered and not scattered_kwargs:
-            scattered, scattered_kwargs = ((),), ({},)
+        return
+    try:
+        scattered, scattered_kwargs = scatter_kwargs(inputs, kwargs, device_ids, dim=0)
+    except Exception as error:
+        report.problems.append(_scatter_problem(error))
+        return
+    if not scattered and not scattered_kwargs:
+        scattered, scattered_kwargs = ((),), ({},)
+    if device is None:
         scattered, scattered_kwargs = mark_replica_devices(scattered, scattered_kwargs)
-        copies = replicate(module, device_ids[: len(scattered)], not torch.is_grad_enabled())
-        report.replicas = len(copies)
-        watch = _FlattenWatch(copies)
-        before = _replica_attributes(copies)
+    copies = replicate(module, device_ids[: len(scattered)], not torch.is_grad_enabled())
+    report.replicas = len(copies)
+    watch = _FlattenWatch(copies)
+    before = _replica_attributes(copies)
+    # Replicas run one after another, not in threads as torch's parallel_apply runs them: each warning
+    # is then caught inside the call of the RNN that raised it.
+    on_cuda = device is not None and device.type == "cuda"
+    with watch.catching_warnings():
         try:
             with watch.inherited_forwards():
                 outputs = cpu_parallel_apply(copies, scattered, scattered_kwargs)
         except ReplicaError as failure:  # the replica's own error, as DataParallel would re-raise it
-            report.problems.extend(watch.problems())
+            report.problems.extend(watch.problems(on_cuda))
             report.problems.append(_replica_failure(failure))
-            return report
-        report.problems.extend(watch.problems())
-        report.problems.extend(_state_left_on_replicas(before, _replica_attributes(copies)))
-        report.output = _gathered(plain_tensors(outputs), report)
-    _compare(module, reference, report)
-    return report
+        else:
+            report.problems.extend(watch.problems(on_cuda))
+            report.problems.extend(_state_left_on_replicas(before, _replica_attributes(copies)))
+            report.output = _gathered(plain_tensors(outputs), report, device_ids[0])
+    report.warnings = watch.warning_messages()
+
+
+def _scatter_problem(error: Exception) -> str:
+    hint = "(every tensor input needs a batch dimension first)"
+    if "batch_sizes should always be on CPU" in str(error):  # only on GPUs: the emulation leaves tensors on the CPU
+        hint = ("(a PackedSequence passed to the wrapped forward is split field by field, and its batch_sizes go "
+                "to the replica's GPU, which PackedSequence refuses: pass the padded batch and the lengths, "
+                "and pack inside forward)")
+    return f"scattering the inputs along dim 0 fails: {type(error).__name__}: {_first_line(error)} {hint}"
 
 
 def _replica_attributes(copies: List[nn.Module]) -> Dict[Tuple[int, str, str], Any]:
@@ -151,7 +243,8 @@ def _state_left_on_replicas(before: Dict[Tuple[int, str, str], Any], after: Dict
 
 
 class _FlattenWatch:
-    """Records, per replica, whether each RNN submodule's flatten_parameters() ran before the RNN did.
+    """Records, per replica, whether each RNN submodule's flatten_parameters() ran before the RNN did, and
+    (while `catching_warnings`) whether cuDNN warned about the RNN's weights during the RNN's own call.
 
     Replicas share their hook dictionaries with the original module, so the watch sets instance
     attributes on the replicas instead of registering hooks.
@@ -159,6 +252,12 @@ class _FlattenWatch:
 
     def __init__(self, copies: List[nn.Module]) -> None:
         self._late: Dict[str, List[int]] = {}
+        self._caught: List[warnings.WarningMessage] = []
+        self._warned: Dict[str, List[int]] = {}  # the replicas on which cuDNN warned during the RNN's call
+        # The replicas on which torch's forward called flatten_parameters() itself: since torch 2.0 an RNN whose
+        # weights are other tensors than at its last call (a replica's) re-reads them and compacts them.
+        self._self_flattened: Dict[str, List[int]] = {}
+        self._attributed: set = set()  # ids of the caught warnings raised inside a watched RNN's call
         self._kinds: Dict[str, str] = {}
         # RNN subclasses with a forward of their own (which may flatten, or swap weights, before calling
         # torch's): checked when torch's forward runs, by instance. {id: (replica, name, state)}
@@ -181,7 +280,7 @@ class _FlattenWatch:
 
         def watched_forward(*args: Any, **kwargs: Any) -> Any:
             self._check(index, name, state)
-            return forward(*args, **kwargs)
+            return self._observed(index, name, state, forward, *args, **kwargs)
 
         rnn.flatten_parameters = flatten_parameters  # type: ignore[method-assign]
         torch_class = next(c for c in type(rnn).__mro__ if c.__module__.startswith("torch.nn"))
@@ -195,9 +294,32 @@ class _FlattenWatch:
 
     def _check(self, index: int, name: str, state: Dict[str, bool]) -> None:
         if not state["flattened"]:
-            replicas = self._late.setdefault(name, [])
-            if index not in replicas:
-                replicas.append(index)
+            _add(self._late, name, index)
+
+    def _observed(self, index: int, name: str, state: Dict[str, bool], call: Any, *args: Any, **kwargs: Any) -> Any:
+        """One call of torch's RNN forward, noting whether it called flatten_parameters() itself, and whether
+        PyTorch warned that the weights are not one chunk."""
+        start, flattened = len(self._caught), state["flattened"]
+        try:
+            return call(*args, **kwargs)
+        finally:
+            if state["flattened"] and not flattened:
+                _add(self._self_flattened, name, index)
+            for caught in self._caught[start:]:
+                if id(caught) not in self._attributed and NON_CONTIGUOUS_WARNING in str(caught.message):
+                    self._attributed.add(id(caught))
+                    _add(self._warned, name, index)
+
+    @contextlib.contextmanager
+    def catching_warnings(self):
+        """Record every warning raised while the block runs, each time it is raised."""
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            self._caught = caught
+            yield
+
+    def warning_messages(self) -> List[str]:
+        return list(dict.fromkeys(str(caught.message) for caught in self._caught))
 
     @contextlib.contextmanager
     def inherited_forwards(self):
@@ -207,9 +329,10 @@ class _FlattenWatch:
         def watching(original):
             def forward(rnn, *args: Any, **kwargs: Any) -> Any:
                 watched = self._subclassed.get(id(rnn))
-                if watched is not None:
-                    self._check(*watched)
-                return original(rnn, *args, **kwargs)
+                if watched is None:
+                    return original(rnn, *args, **kwargs)
+                self._check(*watched)
+                return self._observed(*watched, original, rnn, *args, **kwargs)
             return forward
 
         try:
@@ -220,18 +343,52 @@ class _FlattenWatch:
             for cls, original in originals.items():
                 cls.forward = original
 
-    def problems(self) -> List[str]:
+    def problems(self, on_cuda: bool = False) -> List[str]:
+        """`on_cuda`: the replicas ran on a GPU, where cuDNN's warning (or its absence) is evidence."""
         found = []
         for name, replicas in self._late.items():
-            which = ", ".join(str(r) for r in replicas)
             found.append(
-                f"RNN submodule `{name}` ({self._kinds[name]}) ran on replica{'s' if len(replicas) > 1 else ''} "
-                f"{which} before flatten_parameters() was called on that replica: on GPUs every forward warns "
-                f"'{NON_CONTIGUOUS_WARNING}' and copies the weights; "
+                f"RNN submodule `{name}` ({self._kinds[name]}) ran on {_replicas(replicas)} before "
+                f"flatten_parameters() was called on that replica: {self._evidence(name, on_cuda)}; "
                 + (f"call self.flatten_parameters() in {self._kinds[name]}.forward just before it runs the inherited forward"
                    if name in self._own_forward else _flatten_advice(name))
             )
+        for name, replicas in self._warned.items():
+            flattened = [index for index in replicas if index not in self._late.get(name, [])]
+            if flattened:
+                found.append(
+                    f"RNN submodule `{name}` ({self._kinds[name]}) made cuDNN warn '{NON_CONTIGUOUS_WARNING}' on "
+                    f"{_replicas(flattened)} although flatten_parameters() was called on that replica before it ran "
+                    "(its weights were replaced after the call, or could not be compacted); call "
+                    "flatten_parameters() just before the RNN runs, after its weights are set"
+                )
+        stray = [c for c in self._caught if id(c) not in self._attributed and NON_CONTIGUOUS_WARNING in str(c.message)]
+        if stray:
+            found.append(f"PyTorch warned '{NON_CONTIGUOUS_WARNING}' {len(stray)} time{'s' if len(stray) > 1 else ''} "
+                         "outside the calls of the RNN submodules the harness watches")
         return found
+
+    def _evidence(self, name: str, on_cuda: bool) -> str:
+        if not on_cuda:
+            return f"on GPUs every forward warns '{NON_CONTIGUOUS_WARNING}' and copies the weights"
+        if name in self._warned:
+            return f"cuDNN warned '{NON_CONTIGUOUS_WARNING}' on {_replicas(self._warned[name])} and copied the weights"
+        if name in self._self_flattened:
+            return ("cuDNN did not warn: torch's forward called flatten_parameters() itself on "
+                    f"{_replicas(self._self_flattened[name])} (torch 2.0 and later re-read and compact an RNN's "
+                    "weights when they are other tensors than at its last call, as a replica's are)")
+        return (f"cuDNN did not warn here (it did not run this RNN), but where it does, every forward warns "
+                f"'{NON_CONTIGUOUS_WARNING}' and copies the weights")
+
+
+def _add(table: Dict[str, List[int]], name: str, index: int) -> None:
+    replicas = table.setdefault(name, [])
+    if index not in replicas:
+        replicas.append(index)
+
+
+def _replicas(indexes: List[int]) -> str:
+    return f"replica{'s' if len(indexes) > 1 else ''} {', '.join(str(index) for index in indexes)}"
 
 
 def _flatten_advice(name: str) -> str:
@@ -245,18 +402,37 @@ def _flatten_advice(name: str) -> str:
     return f"call self.{name}.flatten_parameters() at the start of forward"
 
 
-def _gathered(outputs: List[Any], report: HarnessReport) -> Any:
+def _gathered(outputs: List[Any], report: HarnessReport, target_device: int) -> Any:
     try:
         mismatch = _first_gather_mismatch(outputs, "output")
     except Exception:  # outputs of different structure: the gather below says how
         mismatch = None
     try:
-        return gather(outputs, 0, dim=0)
+        return gather(outputs, target_device, dim=0)
     except Exception as error:
+        if "not implemented for CPU tensors" in str(error):  # torch's Gather on a GPU; the emulation's takes any
+            where = _first_cpu_tensor(outputs[0], "output")
+            report.problems.append(
+                f"gathering{f' {where}' if where else ''} from the replicas fails: {type(error).__name__}: "
+                f"{_first_line(error)} (a replica returned a tensor on the CPU, such as a PackedSequence's "
+                "batch_sizes: DataParallel gathers tensors on GPUs only)")
+            return None
         if not isinstance(error, (RuntimeError, ValueError)):
             error = f"{type(error).__name__}: {error} (the replicas returned outputs of different structure)"
         report.problems.append(_gather_problem(mismatch, error))
         return None
+
+
+def _first_cpu_tensor(output: Any, path: str) -> Optional[str]:
+    """The path (`output[1]`) of the first tensor on the CPU in one replica's output."""
+    if isinstance(output, torch.Tensor):
+        return path if output.device.type == "cpu" else None
+    items = output.items() if isinstance(output, dict) else enumerate(output) if isinstance(output, (list, tuple)) else ()
+    for key, item in items:
+        found = _first_cpu_tensor(item, f"{path}[{key!r}]")
+        if found:
+            return found
+    return None
 
 
 def _gather_problem(mismatch: Optional[str], error: Any) -> str:
@@ -305,6 +481,7 @@ def _run_on_gpus(module: nn.Module, inputs: Tuple[Any, ...], kwargs: Dict[str, A
             report.output = parallel(*inputs, **kwargs)
         except Exception as error:
             report.problems.append(_gpu_failure(parallel, inputs, kwargs, error))
+    report.warnings = list(dict.fromkeys(str(warning.message) for warning in caught))
     if any(NON_CONTIGUOUS_WARNING in str(warning.message) for warning in caught):
         names = [name or "(the module itself)" for name, sub in module.named_modules() if isinstance(sub, nn.RNNBase)]
         report.problems.append(
@@ -341,7 +518,8 @@ def _to_cuda(value: Any) -> Any:
 
 
 # -- comparing with one device ---------------------------------------------------------------------
-def _single_device_output(module: nn.Module, inputs, kwargs, report: HarnessReport) -> Any:
+def _single_device_output(module: nn.Module, inputs, kwargs, report: HarnessReport,
+                          lengths_left_to_replicas: bool = False) -> Any:
     if module.training:
         return None  # dropout and batch statistics make outputs differ legitimately
     try:
@@ -354,6 +532,8 @@ def _single_device_output(module: nn.Module, inputs, kwargs, report: HarnessRepo
         with torch.no_grad():
             return reference(*inputs, **kwargs)
     except Exception as error:
+        if lengths_left_to_replicas and _lengths_hint(error):
+            return None
         report.problems.append(f"the module fails even on one device: {type(error).__name__}: {_first_line(error)}")
         return None
 

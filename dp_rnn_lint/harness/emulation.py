@@ -35,6 +35,7 @@ import torch
 from torch import _VF
 from torch.autograd import Function
 from torch.nn.parallel import _functions, comm, scatter_gather
+from torch.nn.utils.rnn import PackedSequence
 
 # Patching torch's module globals is process-wide; one emulated forward at a time.
 _PATCH_LOCK = threading.RLock()
@@ -65,7 +66,8 @@ class CpuBroadcast(Function):
         ctx.num_devices = len(target_gpus)
         if not inputs:
             return ()
-        outputs = cpu_broadcast_coalesced(inputs, target_gpus)
+        # Whichever broadcast the communication context installed, looked up as torch's Broadcast looks it up.
+        outputs = comm.broadcast_coalesced(inputs, target_gpus)
         non_differentiable = []
         for index, requires_grad in enumerate(ctx.needs_input_grad[1:]):
             if not requires_grad:
@@ -141,18 +143,34 @@ def cpu_broadcast_coalesced(tensors, devices, buffer_size=None):
     return copies
 
 
+def fresh_copies(tensors, devices, buffer_size=None):
+    """comm.broadcast_coalesced for replicas on one device: every replica, the first one too, gets its own
+    copy of every tensor, each in a storage of its own (see `one_device.py` for why)."""
+    return [[tensor.detach().clone() for tensor in tensors] for _ in devices]
+
+
 @contextlib.contextmanager
-def cpu_communication() -> Iterator[None]:
-    """Swap torch's CUDA-only communication for the CPU stand-ins, and put them back afterwards."""
-    patches = [
+def cpu_communication(broadcast: Callable = cpu_broadcast_coalesced) -> Iterator[None]:
+    """Swap torch's CUDA-only communication for the CPU stand-ins, and put them back afterwards.
+
+    `broadcast` is what replicate's copies come from: the source keeps its tensors (DataParallel over
+    several devices), or `fresh_copies` (the one-device mode run on the CPU).
+    """
+    with patched([
         (comm, "scatter", cpu_scatter),
-        (comm, "broadcast_coalesced", cpu_broadcast_coalesced),
+        (comm, "broadcast_coalesced", broadcast),
         (_functions, "Broadcast", CpuBroadcast),
         (_functions, "Gather", CpuGather),
         (_functions, "Scatter", CpuScatter),
         (scatter_gather, "Gather", CpuGather),
         (scatter_gather, "Scatter", CpuScatter),
-    ]
+    ]):
+        yield
+
+
+@contextlib.contextmanager
+def patched(patches: Sequence[Tuple[Any, str, Any]]) -> Iterator[None]:
+    """Set each (owner, name) to its replacement while the block runs (one such block at a time)."""
     with _PATCH_LOCK:
         saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
         try:
@@ -284,19 +302,27 @@ def _set_replica_device(result: Any, device: Optional[str]) -> None:
             _set_replica_device(item, device)
 
 
-def map_tensors(value: Any, convert: Callable[[torch.Tensor], torch.Tensor]) -> Any:
-    """`value` with every tensor nested in tuples, lists and dicts converted; the same object when none changed."""
+def map_tensors(
+    value: Any, convert: Callable[[torch.Tensor], torch.Tensor], packed: Optional[Callable[[PackedSequence], Any]] = None
+) -> Any:
+    """`value` with every tensor nested in tuples, lists and dicts converted; the same object when none changed.
+
+    A PackedSequence is converted field by field, or by `packed` when given (moving one to a GPU field by
+    field would put its batch_sizes there, which PackedSequence refuses).
+    """
     if isinstance(value, torch.Tensor):
         return convert(value)
+    if packed is not None and isinstance(value, PackedSequence):
+        return packed(value)
     if isinstance(value, (tuple, list)):
-        items = [map_tensors(item, convert) for item in value]
+        items = [map_tensors(item, convert, packed) for item in value]
         if all(new is old for new, old in zip(items, value)):
             return value
         if isinstance(value, tuple) and hasattr(value, "_fields"):  # namedtuples, PackedSequence included
             return type(value)(*items)
         return type(value)(items)
     if isinstance(value, dict):
-        mapped = {key: map_tensors(item, convert) for key, item in value.items()}
+        mapped = {key: map_tensors(item, convert, packed) for key, item in value.items()}
         if all(mapped[key] is value[key] for key in value):
             return value
         return type(value)(mapped)
