@@ -299,3 +299,17 @@ def test_a_package_named_like_torch_inside_a_package_does_not_shadow_torch(tmp_p
 
     found = Evaluator().rnn_attributes(str(root / "texar" / "torch" / "core" / "layers.py"), "Encoder")
     assert found["rnn"].kinds == {GRU}
+
+
+@pytest.mark.parametrize("header, maybe", [
+    ("import abc\n\n\nclass Model(abc.ABC, object):", False),  # plain bases: never a module
+    ("import fancylib\n\n\nclass Model(fancylib.Trainable):", True),  # another package's class: may be one
+    ("class Model(UndefinedBase):", True),  # a base nothing defines or imports: cannot be followed
+    ("class Base:\n    pass\n\n\nclass Model(Base):", False),
+])
+def test_a_class_not_known_to_be_a_module_may_still_be_one_through_a_base_that_cannot_be_followed(tmp_path, header, maybe):
+    root = project(tmp_path, {"model.py": header + "\n    def forward(self, x):\n        return x\n"})
+    evaluator = Evaluator()
+    cls = ProjectClass(str(root / "model.py"), "Model")
+    assert not evaluator.is_module_class(cls)
+    assert evaluator.may_be_module_class(cls) is maybe

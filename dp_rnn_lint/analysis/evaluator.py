@@ -16,6 +16,7 @@ torch RNN, of which kinds, and whether always.
 from __future__ import annotations
 
 import ast
+import builtins
 import os
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
@@ -23,14 +24,14 @@ from ..files import project_root
 from .binder import (ASSIGN, DEF, FROM_IMPORT, LOOP, MODULE_IMPORT, PARAM, SELF, Binding, ClassInfo, FileSummary, Scope,
                      bind_file, self_attribute)
 from .screen import without_device_moves
-from .torch_names import MODULE_LIST, MODULE_METHODS_RETURNING_SELF, THIRD_PARTY_MODULE_BASES, canonical, is_module_base
+from .torch_names import (MODULE_LIST, MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, THIRD_PARTY_MODULE_BASES, canonical,
+                          is_module_base)
 from .values import (NOTHING, Constant, Container, External, Instance, ProjectClass, ProjectFunction, ProjectModule,
                      RnnFact, RnnKind, Unknown, Value, Values, Why, external, torch_rnn_kind)
 
 # How many nested evaluations one question may take before its answer is "too deep" (cycles, long chains).
 _MAX_DEPTH = 60
-_BUILTINS = frozenset({"getattr", "dict", "list", "tuple", "set", "super", "isinstance", "len", "range", "zip",
-                       "enumerate", "type", "print", "sorted", "reversed", "setattr", "hasattr", "max", "min"})
+_BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_"))
 _STRING_METHODS = {"upper": str.upper, "lower": str.lower, "capitalize": str.capitalize, "title": str.title,
                    "strip": str.strip}
 _RNN_BASE = "torch.nn.RNNBase"
@@ -589,6 +590,24 @@ class Evaluator:
     def is_module_class(self, cls: ProjectClass) -> bool:
         return any(isinstance(owner, External) and _is_torch_module_class(owner.qualname) for owner in self.mro(cls))
 
+    def may_be_module_class(self, cls: ProjectClass) -> bool:
+        """Whether a class not known to be an nn.Module may still be one: some base along its MRO is a class
+        of another package (not a plain one such as `object`, `abc.ABC`, `Exception`) or cannot be followed."""
+        for owner in self.mro(cls):
+            if isinstance(owner, External):
+                name = canonical(owner.qualname)
+                if name.startswith("builtins."):
+                    name = name[len("builtins."):]
+                if name not in PLAIN_BASES and not name.startswith("torch."):
+                    return True
+                continue
+            info = self.class_info(owner)
+            for base in info.node.bases if info is not None else ():
+                target = base.value if isinstance(base, ast.Subscript) else base
+                if any(isinstance(value, Unknown) for value in self.values(target, info.outer)):
+                    return True
+        return False
+
     def rnn_class_kinds(self, cls: Union[ProjectClass, External]) -> FrozenSet[RnnKind]:
         """The torch RNN kinds a class is (a subclass of nn.LSTM is an LSTM; of nn.RNNBase, any)."""
         torch_bases = [cls] if isinstance(cls, External) else [
@@ -832,6 +851,19 @@ class EvaluatedClasses:
             return self.evaluator.is_module_class(ProjectClass(self._path, qualname))
         except RecursionError:
             return False
+
+    def may_be_module(self, qualname: str) -> bool:
+        try:
+            return self.evaluator.may_be_module_class(ProjectClass(self._path, qualname))
+        except RecursionError:
+            return True
+
+    def rnn_class_kinds(self, qualname: str) -> FrozenSet[RnnKind]:
+        """The torch RNN kinds a class of this file is, through any of its bases (a subclass of nn.LSTM)."""
+        try:
+            return self.evaluator.rnn_class_kinds(ProjectClass(self._path, qualname))
+        except RecursionError:
+            return frozenset()
 
     def rnn_attributes(self, qualname: str) -> Dict[str, RnnFact]:
         try:

@@ -32,9 +32,7 @@ class FileAnalysis:
         self.context = context or FileContext()
         self.resolver = NameResolver(module, module_name, is_package)
         self.evaluated = EvaluatedClasses(path, tree, lambda: module.code, handed_in=self.context.handed_in)
-        known = frozenset(name for name, _ in self.context.wrapped + self.context.direct) | set(self.context.modules)
-        self.model = ModuleModel(module, self.resolver, known_modules=known, plain_classes=frozenset(self.context.plain),
-                                 evaluated=self.evaluated)
+        self.model = ModuleModel(module, self.resolver, evaluated=self.evaluated)
         self._paths: Dict[int, ForwardPath] = {}
         self._ast_calls: Optional[Dict[cst.Call, ast.Call]] = None
 

@@ -9,16 +9,13 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 import libcst as cst
 
 from .names import DEF, NameResolver, Scope
-from .torch_names import MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, canonical, is_module_base, rnn_kind
+from .torch_names import MODULE_METHODS_RETURNING_SELF
 from .traversal import children
 from .evaluator import EvaluatedClasses
 from .values import RnnKind, describe_kinds
 
 # Words that mark a run-time name as naming an RNN class: getattr(nn, rnn_type), getattr(nn, cell).
 _RNN_WORDS = re.compile(r"rnn|lstm|gru|cell", re.IGNORECASE)
-
-# How deep to follow names through assignments before giving up (guards against cycles).
-_MAX_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -212,29 +209,24 @@ def _is_property_writer(function: cst.FunctionDef) -> bool:
 class ModuleModel:
     """What one file's classes mean: which are nn.Modules and where their RNNs are."""
 
-    def __init__(self, module: cst.Module, resolver: NameResolver, known_modules: FrozenSet[str] = frozenset(),
-                 plain_classes: FrozenSet[str] = frozenset(), every_class: bool = False,
+    def __init__(self, module: cst.Module, resolver: NameResolver, every_class: bool = False,
                  evaluated: Optional[EvaluatedClasses] = None) -> None:
         self.module = module
         self.resolver = resolver
         # `every_class`: every class of the file is read as a module class, whatever its bases (tests).
         self._every_class = every_class
-        # The project-wide evaluator: what the attributes hold (imports of every kind, the whole MRO across
-        # files, factories, callers), and a class it proves a module is one.
+        # The project-wide evaluator: which classes are modules (their MRO across files), what their
+        # attributes hold (imports of every kind, factories, callers).
         self._evaluated = evaluated or EvaluatedClasses("", None, lambda tree=module: tree.code)
-        # Classes the project index knows are nn.Modules through bases in other files, and those it knows
-        # are not (every base leads to plain classes).
-        self.known_modules = known_modules
-        self.plain_classes = plain_classes
         self._class_scopes = {node: scope for node, scope in resolver.scopes.items() if isinstance(node, cst.ClassDef)}
-        self._is_module_memo: Dict[cst.ClassDef, bool] = {}
         self._rnn_class_memo: Dict[cst.ClassDef, Optional[str]] = {}
         self.classes: List[ModuleClass] = []
         by_node: Dict[cst.ClassDef, ModuleClass] = {}
         undecided: List[ModuleClass] = []
         for node, scope in self._class_scopes.items():
-            module = self._is_module(node) or self._evaluated.is_module(self.qualname(node))
-            if module or self._base_unknown(node):
+            qualname = self.qualname(node)
+            module = self._every_class or self._evaluated.is_module(qualname)
+            if module or self._evaluated.may_be_module(qualname):
                 cls = ModuleClass(node=node, scope=scope)
                 for statement in node.body.body if isinstance(node.body, cst.IndentedBlock) else ():
                     if isinstance(statement, cst.FunctionDef) and not _is_property_writer(statement):
@@ -324,59 +316,13 @@ class ModuleModel:
                 found += [method for attr, method in calls if attr in held and method not in found]
         return found
 
-    def _is_module(self, node: cst.ClassDef, depth: int = 0) -> bool:
-        if self._every_class:
-            return True
-        if node in self._is_module_memo:
-            return self._is_module_memo[node]
-        self._is_module_memo[node] = False  # cycle guard
-        scope = self._class_scopes[node].parent
-        result = any(is_module_base(self.resolver.qualified_name(_unsubscripted(arg.value), scope)) for arg in node.bases)
-        if not result and self.known_modules:
-            result = self.qualname(node) in self.known_modules
-        if not result and depth < _MAX_DEPTH:
-            result = any(self._is_module(base, depth + 1) for base in self._same_file_bases(node))
-        self._is_module_memo[node] = result
-        return result
-
-    def _base_unknown(self, node: cst.ClassDef, depth: int = 0) -> bool:
-        """Whether some base of a class that is not known to be a module may still be one: a base of
-        another file the project index could not follow, or of another package (no index: any import)."""
-        if self.qualname(node) in self.plain_classes or depth > _MAX_DEPTH:
-            return False
-        scope = self._class_scopes[node].parent
-        same_file = self._same_file_bases(node)
-        same_names = {found.name.value for found in same_file}
-        for arg in node.bases:
-            base = _unsubscripted(arg.value)
-            if isinstance(base, cst.Name) and base.value in same_names:
-                continue
-            qualified = canonical(self.resolver.qualified_name(base, scope))
-            if qualified is not None and qualified.startswith("builtins."):
-                qualified = qualified[len("builtins."):]
-            if qualified is None or (qualified not in PLAIN_BASES and not qualified.startswith("torch.")):
-                return True
-        return any(self._base_unknown(found, depth + 1) for found in same_file)
-
-    def rnn_subclass_kind(self, node: cst.ClassDef, depth: int = 0) -> Optional[str]:
-        """"nn.LSTM" when a class of this file subclasses torch's LSTM (directly or via this file)."""
-        if node in self._rnn_class_memo:
-            return self._rnn_class_memo[node]
-        self._rnn_class_memo[node] = None
-        scope = self._class_scopes[node].parent
-        kind = None
-        for arg in node.bases:
-            found = rnn_kind(self.resolver.qualified_name(arg.value, scope))
-            if found:
-                kind = f"nn.{found}"
-                break
-        if kind is None and depth < _MAX_DEPTH:
-            for base in self._same_file_bases(node):
-                kind = self.rnn_subclass_kind(base, depth + 1)
-                if kind:
-                    break
-        self._rnn_class_memo[node] = kind
-        return kind
+    def rnn_subclass_kind(self, node: cst.ClassDef) -> Optional[str]:
+        """"nn.LSTM" when a class of this file subclasses torch's RNN, LSTM or GRU (through any base, in any
+        file); None for anything else, nn.RNNBase's own subclasses included (no kind to name)."""
+        if node not in self._rnn_class_memo:
+            kinds = self._evaluated.rnn_class_kinds(self.qualname(node))
+            self._rnn_class_memo[node] = describe_kinds(kinds) if kinds and kinds != frozenset(RnnKind) else None
+        return self._rnn_class_memo[node]
 
     def rnn_subclasses(self) -> List[cst.ClassDef]:
         """The classes of this file that subclass torch's RNN, LSTM or GRU."""
