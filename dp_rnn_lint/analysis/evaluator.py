@@ -796,7 +796,7 @@ class EvaluatedClasses:
     def factory_of(self, call: ast.Call) -> Optional[ProjectFunction]:
         """The project function whose return a DataParallel call wraps, directly or through one local name
         (`layer = recurrent_layer("gru", size)`, then `nn.DataParallel(layer)`), for the message."""
-        module = call.args[0] if call.args else None
+        module = _wrapped_module(call)
         scope = self.scope_at(call)
         if isinstance(module, ast.Name) and scope is not None:
             bound = scope.bindings.get(module.id, [])
@@ -813,8 +813,7 @@ class EvaluatedClasses:
         """What the module a DataParallel call wraps is (its first argument or `module=`), as far as RNNs go,
         leaving out DataParallel wraps of it (`self.rnn = nn.DataParallel(self.rnn)` wraps what `self.rnn`
         held before)."""
-        module = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else next(
-            (keyword.value for keyword in call.keywords if keyword.arg == "module"), None)
+        module = _wrapped_module(call)
         if module is None:
             return None
         try:
@@ -943,16 +942,6 @@ class EvaluatedClasses:
             return found.pop() if len(found) == 1 else ("cpu" if found and None not in found else None)
         return None
 
-    def attribute_fact(self, qualname: str, attr: str) -> Optional[RnnFact]:
-        """What `self.<attr>` of a class of this file holds, leaving out DataParallel wraps of it (a method that
-        replaces the attribute with `nn.DataParallel(self.<attr>)` wraps what the other assignments hold)."""
-        try:
-            cls = ProjectClass(self._path, qualname)
-            values = self.evaluator.assigned_values(cls, attr)
-            return self.evaluator.rnn_fact(frozenset(value for value in values if not _is_data_parallel(value)))
-        except RecursionError:
-            return None
-
     def returned_torch_call(self, function_name: str, qualified: str) -> Optional[ast.Call]:
         """The call of the torch function `qualified` that a function of the file (or one it imports)
         returns, when it returns one (`def pad_targets(t): return pad_sequence(t, batch_first=True)`)."""
@@ -1020,6 +1009,13 @@ def _is_torch_module_class(qualname: str) -> bool:
 
 def _mentions(node: ast.AST, name: str) -> bool:
     return any(isinstance(inner, ast.Name) and inner.id == name for inner in ast.walk(node))
+
+
+def _wrapped_module(call: ast.Call) -> Optional[ast.AST]:
+    """The module a DataParallel call wraps: its first argument, or `module=`."""
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        return call.args[0]
+    return next((keyword.value for keyword in call.keywords if keyword.arg == "module"), None)
 
 
 def _holds_modules(folder: str) -> bool:

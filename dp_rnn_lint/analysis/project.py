@@ -1277,17 +1277,21 @@ class IndexBuilder:
     def files_calling(self, key: str, name: str) -> List[str]:
         """The other files of the project whose text calls the class `name` of file `key` by its simple
         name and may import it (a cheap look: whether a call there builds this class is the evaluator's)."""
+        found = [file for file in self._callers_of(key, name) if file != key]
+        for file in found:
+            self._entry(file, need_summary=False)  # its version goes into the context
+        return found
+
+    def _callers_of(self, key: str, name: str) -> List[str]:
+        """The files of the project (`key` too) whose text calls a class `name` of file `key` by its simple
+        name and may import it from there; the map of called names is made once, on first use."""
         if self._calling is None:
             self._calling = {}
             for file in sorted(self.paths, key=lambda k: self.paths[k]):
                 for called in self._constructed(file):
                     self._calling.setdefault(called, []).append(file)
-        found = []
-        for file in self._calling.get(name.rsplit(".", 1)[-1], ()):
-            if file != key and self._may_import_from(file, key):
-                self._entry(file, need_summary=False)
-                found.append(file)
-        return found
+        # Another file's `Encoder(...)` that cannot import this one is another class of that name.
+        return [file for file in self._calling.get(name.rsplit(".", 1)[-1], ()) if self._may_import_from(file, key)]
 
     def root_site(self, start: ClassKey) -> Optional[str]:
         """Where the project builds the module class as a root, a module no other one holds: every call
@@ -1298,16 +1302,9 @@ class IndexBuilder:
         if start in self._roots:
             return self._roots[start]
         self._roots[start] = None
-        if self._calling is None:
-            self._calling = {}
-            for file in sorted(self.paths, key=lambda k: self.paths[k]):
-                for name in self._constructed(file):
-                    self._calling.setdefault(name, []).append(file)
         simple = start[1].rsplit(".", 1)[-1]
         sites: List[str] = []
-        for file in self._calling.get(simple, ()):
-            if not self._may_import_from(file, start[0]):
-                continue  # its `Encoder(...)` is another class of that name: not worth a parse
+        for file in self._callers_of(start[0], start[1]):
             for callee, line, owner, handed in self.summary(file)["builds"]:
                 if callee.rsplit(".", 1)[-1] != simple or self.resolve(file, callee) != ("class", start):
                     continue

@@ -276,8 +276,8 @@ class _Walk:
                 else:
                     self.leave(STORED, node, found=put)  # `self.cache.append(out)`
                 return
-            arguments = [self.value(arg.value) for arg in node.args]
-            if _root_name(receiver) in ("self", "cls") and any(arguments):
+            arguments = [self.value(arg.value) for arg in node.args] if _root_name(receiver) in ("self", "cls") else []
+            if any(arguments):
                 escape = self.follow(node, arguments)
                 if escape is not None and escape.kind != RETURNED:
                     # A helper or submodule that keeps what it is given (or may: one the walk cannot follow)

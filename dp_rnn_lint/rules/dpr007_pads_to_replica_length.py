@@ -90,7 +90,7 @@ import libcst as cst
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import FunctionFlow
 from ..analysis.modules import call_argument, iter_nodes, literal_time_dimension
-from ..analysis.torch_names import PAD_SEQUENCE, canonical
+from ..analysis.torch_names import PAD_SEQUENCE
 from ..analysis.unpacked import (FILLED_CREATORS, POOLED, REPACKS, STORED, creation_sizes, padding_free_reductions,
                                  tensor_creator, where_unpacked_goes)
 from ..findings import Violation
@@ -151,11 +151,7 @@ class PadsToReplicaLength(Rule):
             forward = analysis.forward_path(cls).forward if site is not None else None
             if forward is None:
                 continue
-            scope = analysis.resolver.scope_of(forward)
-
-            def qualified(call: cst.Call) -> Optional[str]:
-                return canonical(analysis.resolver.qualified_name(call.func, scope))
-
+            qualified, callees = analysis.walk_context(cls, forward)
             flow: Optional[FunctionFlow] = None
             for call in iter_nodes(forward.body, (cst.Call,), skip_nested_scopes=True):
                 name = qualified(call)
@@ -185,8 +181,7 @@ class PadsToReplicaLength(Rule):
                             "which pads by hand")
                     padding = call_argument(call, 1, "fill_value") if creator in FILLED_CREATORS else None
                 escape = where_unpacked_goes(forward, call, time_dim, padding_free_reductions(padding), qualified,
-                                             _REPACKS.__contains__, returns_pair=False,
-                                             callees=analysis.walk_context(cls, forward)[1])
+                                             _REPACKS.__contains__, returns_pair=False, callees=callees)
                 if escape is None:
                     continue
                 how = _HOW.get(escape.kind, "leaves forward").format(reduction=escape.reduction)
