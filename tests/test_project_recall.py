@@ -137,3 +137,14 @@ def test_the_two_file_repro_is_flagged_however_it_is_named_and_follows_the_base(
     assert located(run(root, "pkg/enc.py").stdout) == set()
     (root / "pkg" / "base.py").write_text(BASE)
     assert relative(located(run(root, "pkg/enc.py").stdout), root) == want
+
+
+def test_copies_of_one_project_in_one_tree_each_find_their_own_files(tmp_path):
+    # Two checkouts side by side (a corpus of repositories, vendored copies): `from .base import X` in one
+    # copy means the file beside it, although the other copy has a module of the same dotted name.
+    for copy in ("copy_a", "copy_b"):
+        shutil.copytree(SAMPLE, tmp_path / copy / "tagger_project")
+    wanted = {(f"{copy}/tagger_project/{path}", line, code) for copy in ("copy_a", "copy_b")
+              for path, line, code in expected(SAMPLE, "any")}
+    for jobs in ("1", "2"):
+        assert relative(located(run(tmp_path, "--no-cache", "-j", jobs, ".").stdout), tmp_path) == wanted

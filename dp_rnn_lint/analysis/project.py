@@ -790,6 +790,17 @@ class FileContext:
         return ""
 
 
+def _nearest(files: Sequence[str], near: Optional[str]) -> Optional[str]:
+    """The one file that shares the longest leading folders with `near`; None when that is not one file."""
+    if near is None:
+        return None
+    def shared(file: str) -> int:
+        return len(os.path.commonpath([os.path.dirname(file), os.path.dirname(near)]))
+    best = max(shared(file) for file in files)
+    closest = [file for file in files if shared(file) == best]
+    return closest[0] if len(closest) == 1 else None
+
+
 def _path_key(path: str) -> str:
     return os.path.normcase(os.path.abspath(path))
 
@@ -965,7 +976,7 @@ class IndexBuilder:
             for dotted_name in [f"{target}.{item}" for item in names if item != "*"] or [target]:
                 parts = dotted_name.split(".")
                 for length in range(len(parts), 0, -1):
-                    file = self._module_file(".".join(parts[:length]))
+                    file = self._module_file(".".join(parts[:length]), near=key)
                     if file is not None:
                         files.add(file)
                         break
@@ -999,27 +1010,26 @@ class IndexBuilder:
         there matters only then."""
         return bool(self._entry(file, need_summary=False).flags & _MENTIONS_RNN)
 
-    def _may_define_rnn_code(self, qualified: str) -> bool:
+    def _may_define_rnn_code(self, qualified: str, near: Optional[str] = None) -> bool:
         """Whether the module an imported name comes from mentions an RNN, or is a package (which may
         re-export one); False for names of other packages. Known without parsing the module."""
         parts = qualified.split(".")
         for length in range(len(parts) - 1, 0, -1):
-            file = self._module_file(".".join(parts[:length]))
+            file = self._module_file(".".join(parts[:length]), near)
             if file is not None:
                 return self._mentions_rnn(file) or file.endswith("__init__.py")
         return False
 
-    def _module_file(self, module: str) -> Optional[str]:
-        found = self._modules.get(module)
-        if found and len(found) == 1:
-            return found[0]
-        # A folder without __init__.py (a namespace package, a scripts folder): match the path's tail.
-        by_tail = self._by_suffix.get(tuple(module.split(".")))
-        if by_tail and len(by_tail) == 1:
-            return by_tail[0]
-        by_package = self._by_suffix.get(tuple(module.split(".")) + ("__init__",))
-        if by_package and len(by_package) == 1:
-            return by_package[0]
+    def _module_file(self, module: str, near: Optional[str] = None) -> Optional[str]:
+        """The file of a module name. Where several files have that name (copies of one package in one
+        tree), the one beside the importing file `near`: the tree its own imports run from."""
+        tail = tuple(module.split("."))
+        for found in (self._modules.get(module), self._by_suffix.get(tail), self._by_suffix.get(tail + ("__init__",))):
+            # The last two: a folder without __init__.py (a namespace package, a scripts folder) by the path's tail.
+            if found:
+                chosen = found[0] if len(found) == 1 else _nearest(found, near)
+                if chosen is not None:
+                    return chosen
         return None
 
     def resolve(self, file: str, name: str, depth: int = 0) -> Tuple[str, object]:
@@ -1036,7 +1046,7 @@ class IndexBuilder:
             qualified = imports[first]
             if qualified is None:
                 return "unknown", f"`{first}` is imported or bound in two ways"
-            return self.resolve_qualified(f"{qualified}.{rest}" if rest else qualified, depth + 1)
+            return self.resolve_qualified(f"{qualified}.{rest}" if rest else qualified, depth + 1, near=file)
         return "unknown", f"`{first}` is not defined or imported in {shown_path(self.paths.get(file, file))}"
 
     def _inside(self, file: str, name: str, depth: int) -> Tuple[str, object]:
@@ -1051,10 +1061,10 @@ class IndexBuilder:
             return "function", (file, parts[0])
         return "unknown", f"`{name}` is not a class or function of {shown_path(self.paths.get(file, file))}"
 
-    def resolve_qualified(self, qualified: str, depth: int) -> Tuple[str, object]:
+    def resolve_qualified(self, qualified: str, depth: int, near: Optional[str] = None) -> Tuple[str, object]:
         parts = qualified.split(".")
         for length in range(len(parts), 0, -1):
-            file = self._module_file(".".join(parts[:length]))
+            file = self._module_file(".".join(parts[:length]), near)
             if file is None:
                 continue
             rest = ".".join(parts[length:])
@@ -1202,9 +1212,9 @@ class IndexBuilder:
         for local, qualified in summary["imports"].items():
             if qualified is None or local in summary["classes"] or local in summary["functions"]:
                 continue
-            if not self._may_define_rnn_code(qualified):
+            if not self._may_define_rnn_code(qualified, near=key):
                 continue  # its module mentions no RNN: nothing there to follow (and no file to parse)
-            kind, found = self.resolve_qualified(qualified, 1)
+            kind, found = self.resolve_qualified(qualified, 1, near=key)
             if kind not in ("class", "function") or found[0] == key or not self._mentions_rnn(found[0]):
                 continue
             if kind == "class" and self.module_status(found) == PLAIN:
