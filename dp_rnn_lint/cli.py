@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Set, TextIO, Tuple
 
 from . import __version__
-from .config import (ConfigError, Settings, SettingsResolver, code_list, pattern_list, per_file_ignores,
+from .config import (ConfigError, Settings, SettingsResolver, code_list, pattern_list, per_file_ignores, word_list,
                      selected_codes)
 from .cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, ResultCache, default_cache_dir
 from .engine import FileResult, Selection, check_source, lint_source, source_encoding
@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--scope", choices=("any", "wrapped"), default=None,
                         help="any: check every nn.Module class (default); wrapped: only the classes the project "
                         "index finds DataParallel running (wrapped classes, their submodules and bases)")
+    parser.add_argument("--extend-rnn-words", type=_option(word_list), action="extend", metavar="WORDS",
+                        help="comma-separated words that, besides rnn, lstm, gru and cell, mark a class chosen by a "
+                        "run-time name (getattr(nn, recurrent_kind)) as an RNN; added to the configured list")
     parser.add_argument("--config", metavar="PATH",
                         help="read settings from this TOML file (a pyproject.toml's [tool.dp-rnn-lint] table, or "
                         "top-level keys of any other file) instead of looking for pyproject.toml")
@@ -528,7 +531,7 @@ def _overrides(args: argparse.Namespace) -> dict:
         "per_file_ignores": args.per_file_ignores,
         "exclude": args.exclude, "extend_exclude": args.extend_exclude, "respect_gitignore": args.respect_gitignore,
         "force_exclude": args.force_exclude, "scope": args.scope, "unsafe_fixes": args.unsafe_fixes,
-        "preview": args.preview,
+        "preview": args.preview, "extend_rnn_words": args.extend_rnn_words,
     }
 
 

@@ -28,7 +28,7 @@ def known_codes() -> Tuple[str, ...]:
 
 TABLE = "dp-rnn-lint"
 KNOWN_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "respect-gitignore",
-              "force-exclude", "scope", "unsafe-fixes", "preview")
+              "force-exclude", "scope", "unsafe-fixes", "preview", "extend-rnn-words")
 # "any": every module class is checked; "wrapped": only those the project index finds DataParallel running.
 SCOPES = ("any", "wrapped")
 
@@ -55,6 +55,8 @@ class Settings:
     scope: str = "any"
     unsafe_fixes: bool = False  # --fix and --diff apply unsafe fixes too (see each rule's "Fix safety")
     preview: bool = False  # the rules still in preview run too
+    # Words that, besides rnn, lstm, gru and cell, mark a class chosen by a run-time name as an RNN's.
+    extend_rnn_words: Tuple[str, ...] = ()
     root: Path = field(default_factory=Path.cwd)  # the folder patterns are relative to
     source: Optional[Path] = None  # the configuration file, when there is one
 
@@ -65,7 +67,8 @@ class Settings:
     def selection_for(self, path: str) -> Selection:
         ignored = tuple(code for pattern, codes in self.per_file_ignores if matches_pattern(path, pattern, self.root)
                         for code in codes)
-        return Selection(select=self.select + self.extend_select, ignore=self.ignore + ignored, preview=self.preview)
+        return Selection(select=self.select + self.extend_select, ignore=self.ignore + ignored, preview=self.preview,
+                         rnn_words=self.extend_rnn_words)
 
 
 def code_list(value: Any, where: str) -> Tuple[str, ...]:
@@ -112,6 +115,19 @@ def per_file_ignores(value: Any, where: str) -> Tuple[Tuple[str, Tuple[str, ...]
     return tuple((str(pattern), code_list(codes, _at(where, str(pattern)))) for pattern, codes in value.items())
 
 
+def word_list(value: Any, where: str) -> Tuple[str, ...]:
+    """Words of identifiers (`recurrent`): letters, digits and underscores, compared without case."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not all(isinstance(word, str) for word in value):
+        raise ConfigError(_at(where, f"expected a list of words, got {value!r}"))
+    words = tuple(word.strip().lower() for word in value if word.strip())
+    for word in words:
+        if not word.replace("_", "").isalnum() or not word.isascii():
+            raise ConfigError(_at(where, f"expected words of identifiers (letters, digits, _), got {word!r}"))
+    return words
+
+
 def boolean(value: Any, where: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(_at(where, f"expected true or false, got {value!r}"))
@@ -136,6 +152,7 @@ _READERS = {
     "scope": ("scope", scope_name),
     "unsafe-fixes": ("unsafe_fixes", boolean),
     "preview": ("preview", boolean),
+    "extend-rnn-words": ("extend_rnn_words", word_list),
 }
 
 
@@ -225,7 +242,7 @@ class SettingsResolver:
 
     def _with_overrides(self, settings: Settings) -> Settings:
         changes = {key: value for key, value in self.overrides.items() if value is not None}
-        for added in ("extend_exclude", "extend_select"):
+        for added in ("extend_exclude", "extend_select", "extend_rnn_words"):
             if added in changes:
                 changes[added] = getattr(settings, added) + tuple(changes[added])
         changes = {key: tuple(value) if isinstance(value, list) else value for key, value in changes.items()}

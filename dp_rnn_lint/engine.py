@@ -49,6 +49,10 @@ class Selection:
     select: Tuple[str, ...] = ("DPR",)
     ignore: Tuple[str, ...] = ()
     preview: bool = False  # the rules still in preview run too (ruff's --preview)
+    # Words besides rnn, lstm, gru and cell that mark a class chosen by a run-time name as an RNN's
+    # (`getattr(nn, recurrent_kind)`): the `extend-rnn-words` setting. Part of the selection because it
+    # changes what is found, and so the cache key.
+    rnn_words: Tuple[str, ...] = ()
 
     def enabled(self, code: str) -> bool:
         needs = registry.NEEDS_BY_CODE.get(code)
@@ -75,20 +79,21 @@ class Selection:
         return self.enabled(UNUSED_NOQA)
 
 
-def may_contain_candidates(source: Union[str, bytes]) -> bool:
-    return _candidate_words_found(source) != _NO_WORDS
+def may_contain_candidates(source: Union[str, bytes], codes: Sequence[str] = (), rnn_words: Sequence[str] = ()) -> bool:
+    return _candidate_words_found(source, codes, rnn_words) != _NO_WORDS
 
 
 _NO_WORDS, _WEAK_WORDS, _STRONG_WORDS = 0, 1, 2
 
 
-def _candidate_words_found(source: Union[str, bytes]) -> int:
+def _candidate_words_found(source: Union[str, bytes], codes: Sequence[str] = (), rnn_words: Sequence[str] = ()) -> int:
     """_STRONG_WORDS when a one-word group is in the text (an RNN's name, a torch function's), _WEAK_WORDS
     when only a group of several is (`zeros` and `max`: common words, which alone make a file worth its
     text screen but not a parse), else _NO_WORDS."""
     data = (source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source).lower()
     found = _NO_WORDS
-    for group in registry.candidate_words():
+    # A word the user says names RNNs (`extend-rnn-words`) may be all a run-time class name has.
+    for group in (*registry.candidate_words(), *((word.encode(),) for word in rnn_words)):
         if all(word in data for word in group):
             if len(group) == 1:
                 return _STRONG_WORDS
@@ -99,15 +104,18 @@ def _candidate_words_found(source: Union[str, bytes]) -> int:
 def worth_a_look(source: bytes, selection: Selection) -> bool:
     """Whether a file needs more than the word pre-filter: a candidate word, or (for the rules that
     start from an RNN) a class with a forward whose base may build an RNN in another file."""
-    return may_contain_candidates(source) or (registry.screen_needs(selection.codes()).rnn_class and may_inherit_text(source))
+    codes = selection.codes()
+    return may_contain_candidates(source, codes, selection.rnn_words) or (
+        registry.screen_needs(codes).rnn_class and may_inherit_text(source))
 
 
 def _violations(module: cst.Module, path: str, rules: Sequence[Rule], context: FileContext,
-                tree: Optional[ast.Module] = None) -> Tuple[List[Violation], FileAnalysis]:
+                tree: Optional[ast.Module] = None,
+                rnn_words: Sequence[str] = ()) -> Tuple[List[Violation], FileAnalysis]:
     from .analysis import FileAnalysis
 
     module_name, is_package = module_name_for(path) if path else (None, False)
-    analysis = FileAnalysis(module, module_name, is_package, context, path=path, tree=tree)
+    analysis = FileAnalysis(module, module_name, is_package, context, path=path, tree=tree, rnn_words=rnn_words)
     found: List[Violation] = []
     for rule in rules:
         found.extend(rule.check(analysis))
@@ -143,11 +151,11 @@ def _locate(module: cst.Module, path: str, violations: Sequence[Violation], call
 
 
 def _analysed(module: cst.Module, path: str, rules: Sequence[Rule], tree: Optional[ast.Module], text: str,
-              context: FileContext) -> List[Finding]:
+              context: FileContext, rnn_words: Sequence[str] = ()) -> List[Finding]:
     """Located findings; an unexpected failure of the analysis becomes a per-file problem, not a crash.
     `tree` is Python's tree of `text`, the module's code, when there is one (it places the findings)."""
     try:
-        violations, analysis = _violations(module, path, rules, context, tree)
+        violations, analysis = _violations(module, path, rules, context, tree, rnn_words)
         return _locate(module, path, violations, analysis.resolver.calls, tree, text)
     except RecursionError as error:
         raise FileProblem("cannot analyse: nested too deeply") from error
@@ -200,7 +208,7 @@ def screened_codes(codes: Sequence[str], context: FileContext) -> List[str]:
 
 
 def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[ast.Module] = None,
-                force: bool = False, check_syntax: bool = False) -> _FirstLook:
+                force: bool = False, check_syntax: bool = False, rnn_words: Sequence[str] = ()) -> _FirstLook:
     """The cheap stages before libcst: the word pre-filter, the size limit, readability, Python's parser
     (or the tree flake8 already has) and the ast screen. FileProblem for a file that is not text or
     nests too deeply. `force`: the project says the file's classes inherit RNNs, so only the checks of
@@ -214,7 +222,7 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
     inherited = not force and needs.rnn_class and may_inherit_text(data)
     # A wrap of what a function of another file returns may wrap an RNN: only the project can tell.
     wraps = not force and bool(needs.wrappers) and mentions_wrap(data)
-    words = _STRONG_WORDS if force else _candidate_words_found(data)
+    words = _STRONG_WORDS if force else _candidate_words_found(data, codes, rnn_words)
     # Only common words, and the text rules the file out: as if it held none (no parse for its syntax).
     candidates = words == _STRONG_WORDS or (words == _WEAK_WORDS and may_have_findings_text(data, needs))
     if not candidates:
@@ -275,10 +283,11 @@ def check_source(source: Union[str, bytes], path: str = "", selection: Selection
         return []
     if isinstance(context, FileContext):
         codes = screened_codes(all_codes, context)
-        look = _inherited_look(source, codes, _first_look(source, codes, tree), context) if codes else None
+        look = _inherited_look(source, codes, _first_look(source, codes, tree, rnn_words=selection.rnn_words),
+                               context) if codes else None
     else:
         # The cheap stages first, with every code: most files end there, and then no index is needed.
-        look = _first_look(source, all_codes, tree)
+        look = _first_look(source, all_codes, tree, rnn_words=selection.rnn_words)
         if not look.needs_analysis and not (look.may_inherit and context is not None):
             return []
         context = own_context(source, path) if context is None else context()
@@ -287,13 +296,13 @@ def check_source(source: Union[str, bytes], path: str = "", selection: Selection
     if not codes or look is None or not look.needs_analysis:
         return []
     rules = [rule for rule in selection.rules() if rule.code in codes]
-    return run_with_deep_stack(_check_parsed, source, path, rules, look, context)
+    return run_with_deep_stack(_check_parsed, source, path, rules, look, context, selection.rnn_words)
 
 
 def _check_parsed(source: Union[str, bytes], path: str, rules: Sequence[Rule], look: _FirstLook,
-                  context: FileContext) -> List[Finding]:
+                  context: FileContext, rnn_words: Sequence[str] = ()) -> List[Finding]:
     module = parse_with_libcst(source, look.python_error)
-    return _analysed(module, path, rules, look.tree, _module_text(module, source), context)
+    return _analysed(module, path, rules, look.tree, _module_text(module, source), context, rnn_words)
 
 
 @dataclass
@@ -347,7 +356,7 @@ def first_look_verdict(source: bytes, path: str, selection: Selection = Selectio
     if not codes:
         return result
     try:
-        look = _first_look(source, codes, check_syntax=check_syntax)
+        look = _first_look(source, codes, check_syntax=check_syntax, rnn_words=selection.rnn_words)
     except FileProblem as problem:
         result.problem = str(problem)
         return result
@@ -385,8 +394,8 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
         if screened and list(codes) == list(all_codes):
             look = _first_look(source, codes, force=True)
         else:
-            look = _inherited_look(source, codes, _first_look(source, codes or all_codes, check_syntax=check_syntax),
-                                   context)
+            look = _inherited_look(source, codes, _first_look(source, codes or all_codes, check_syntax=check_syntax,
+                                                              rnn_words=selection.rnn_words), context)
     except FileProblem as problem:
         result.problem = str(problem)
         return result
@@ -397,17 +406,17 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
     # Only files that reach libcst need the deep stack (see run_with_deep_stack).
     rules = [rule for rule in selection.rules() if rule.code in codes]
     return run_with_deep_stack(_lint_parsed, result, source, path, rules, fix, describe_fixes, look, context,
-                               unsafe_fixes)
+                               unsafe_fixes, selection.rnn_words)
 
 
 def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[Rule], fix: bool, describe_fixes: bool,
-                 look: _FirstLook, context: FileContext, unsafe_fixes: bool) -> FileResult:
+                 look: _FirstLook, context: FileContext, unsafe_fixes: bool, rnn_words: Sequence[str] = ()) -> FileResult:
     from .fixes import FixError, check_compiles, text_edits
 
     try:
         module = parse_with_libcst(source, look.python_error)
         text = _module_text(module, source)
-        findings = without_suppressed(_analysed(module, path, rules, look.tree, text, context), text)
+        findings = without_suppressed(_analysed(module, path, rules, look.tree, text, context, rnn_words), text)
         # Regenerating the code costs a pass over the tree, so it is checked only where edits are shown.
         exact_layout = not describe_fixes or not any(f.fixable for f in findings) or module.bytes == source
         if fix:
@@ -425,8 +434,8 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
                 # analyses it without parsing again; Python parses the text only to place the findings.
                 module, current = new_module, new_bytes
                 text = _module_text(module, new_bytes)
-                findings = without_suppressed(_analysed(module, path, rules, python_verdict(new_bytes)[0], text, context),
-                                              text)
+                findings = without_suppressed(
+                    _analysed(module, path, rules, python_verdict(new_bytes)[0], text, context, rnn_words), text)
                 fixable_after = Counter(f.code for f in findings if f.applicable(unsafe_fixes))
                 result.fixed_codes += fixable_before - fixable_after
                 if sum(fixable_after.values()) >= sum(fixable_before.values()):

@@ -16,6 +16,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 from . import __version__
 from .analysis.project import FileContext, ProjectIndex, build_index, index_cache_file
 from .cache import default_cache_dir
+from .config import ConfigError, word_list
 from .engine import Selection, check_source
 from .files import DEFAULT_EXCLUDES, FileProblem, discover, project_root
 from .noqa import without_file_suppressed
@@ -46,6 +47,7 @@ class DataParallelRnnChecker:
     version = __version__
     scope = "any"
     preview = False
+    rnn_words: Tuple[str, ...] = ()
     exclude: Tuple[str, ...] = ()  # flake8's own exclusions also keep files out of the project index
 
     @classmethod
@@ -60,11 +62,20 @@ class DataParallelRnnChecker:
             "--dp-rnn-preview", action="store_true", default=False, parse_from_config=True,
             help="dp-rnn-lint: run the rules still in preview too",
         )
+        manager.add_option(
+            "--dp-rnn-extend-rnn-words", default="", parse_from_config=True, comma_separated_list=True,
+            help="dp-rnn-lint: words that, besides rnn, lstm, gru and cell, mark a class chosen by a run-time "
+            "name as an RNN",
+        )
 
     @classmethod
     def parse_options(cls, options) -> None:
         cls.scope = options.dp_rnn_scope
         cls.preview = bool(getattr(options, "dp_rnn_preview", False))
+        try:
+            cls.rnn_words = word_list(list(getattr(options, "dp_rnn_extend_rnn_words", None) or []), "--dp-rnn-extend-rnn-words")
+        except ConfigError as error:
+            raise SystemExit(f"dp-rnn-lint: {error}") from None
         cls.exclude = tuple(getattr(options, "exclude", None) or ()) + tuple(getattr(options, "extend_exclude", None) or ())
 
     def __init__(self, tree: ast.Module, filename: str, lines: List[str]) -> None:
@@ -82,7 +93,7 @@ class DataParallelRnnChecker:
             # Asked for only when the cheap stages cannot rule the file out: most flake8 runs then never
             # build the project index at all. Standard input is its own project.
             context = None if self.filename in ("-", "stdin") else self._project_context
-            findings = check_source(source, self.filename, Selection(preview=self.preview),
+            findings = check_source(source, self.filename, Selection(preview=self.preview, rnn_words=self.rnn_words),
                                     tree=self.tree if isinstance(self.tree, ast.Module) else None, context=context)
         except FileProblem as problem:
             # flake8 reports syntax errors itself (E999); anything else is said once, without a traceback.

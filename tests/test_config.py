@@ -130,6 +130,8 @@ def test_config_option_names_the_file_and_isolated_ignores_every_file(project, t
     ('per-file-ignores = ["x"]\n', "pyproject.toml: [tool.dp-rnn-lint] per-file-ignores: expected a table"),
     ("select = [\n", "pyproject.toml: cannot parse TOML"),
     ("select = []\n", "pyproject.toml: [tool.dp-rnn-lint] select: selects no rule"),
+    ('extend-rnn-words = ["two words"]\n', "pyproject.toml: [tool.dp-rnn-lint] extend-rnn-words: expected words of identifiers"),
+    ("extend-rnn-words = 3\n", "pyproject.toml: [tool.dp-rnn-lint] extend-rnn-words: expected a list of words"),
 ])
 def test_a_bad_configuration_is_one_error_line_naming_file_and_key_and_nothing_is_fixed(project, table, expected):
     write_pyproject(project, table)
@@ -192,3 +194,45 @@ def test_force_exclude_applies_exclusions_to_files_named_explicitly(project):
                             "-", "--stdin-filename", "generated/new.py"], cwd=project, input=BUGGY, capture_output=True,
                            text=True)
     assert stdin.returncode == 0 and stdin.stdout == BUGGY
+
+
+# A class chosen by a run-time name that says nothing about RNNs: found only with the user's word for it.
+RUN_TIME_CLASS = """\
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, unit, size):
+        super().__init__()
+        self.seq = getattr(nn, unit.upper())(size, size)
+
+    def forward(self, x):
+        out, _ = self.seq(x)
+        return out
+"""
+
+
+def test_extend_rnn_words_lets_a_run_time_name_count_as_an_rnn_and_the_message_says_so(tmp_path):
+    (tmp_path / "encoder.py").write_text(RUN_TIME_CLASS)
+    assert run("encoder.py", cwd=tmp_path).returncode == 0
+    by_option = run("--extend-rnn-words", "Unit", "encoder.py", cwd=tmp_path)
+    assert by_option.returncode == 1
+    assert "an RNN class chosen at run time, going by the name `unit.upper()`" in by_option.stdout
+    write_pyproject(tmp_path, 'extend-rnn-words = ["unit"]\n')
+    assert flagged(run("encoder.py", cwd=tmp_path)) == ["encoder.py DPR001"]
+    # The cache keeps the verdict of each set of words apart.
+    assert run("--isolated", "encoder.py", cwd=tmp_path).returncode == 0
+    assert flagged(run("encoder.py", cwd=tmp_path)) == ["encoder.py DPR001"]
+
+
+def test_flake8_takes_extend_rnn_words_and_rejects_a_bad_one(tmp_path):
+    (tmp_path / "encoder.py").write_text(RUN_TIME_CLASS)
+    command = [sys.executable, "-m", "flake8", "--select=DPR", "encoder.py"]
+    assert subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120).stdout == ""
+    found = subprocess.run([*command, "--dp-rnn-extend-rnn-words=unit"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=120)
+    assert [line.split()[1] for line in found.stdout.splitlines()] == ["DPR001"]
+    bad = subprocess.run([*command, "--dp-rnn-extend-rnn-words=un-it"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode != 0 and "expected words of identifiers" in bad.stderr
+    assert "Traceback" not in bad.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import os
 from functools import lru_cache
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -27,12 +27,14 @@ class FileAnalysis:
     """
 
     def __init__(self, module: cst.Module, module_name: Optional[str] = None, is_package: bool = False,
-                 context: Optional[FileContext] = None, path: str = "", tree: Optional[ast.Module] = None) -> None:
+                 context: Optional[FileContext] = None, path: str = "", tree: Optional[ast.Module] = None,
+                 rnn_words: Sequence[str] = ()) -> None:
         self.module = module
         self.context = context or FileContext()
         self.resolver = NameResolver(module, module_name, is_package)
         self.evaluated = EvaluatedClasses(path, tree, lambda: module.code, handed_in=self.context.handed_in)
-        self.model = ModuleModel(module, self.resolver, evaluated=self.evaluated)
+        # `rnn_words`: the user's words that mark a run-time class name as an RNN's (`extend-rnn-words`).
+        self.model = ModuleModel(module, self.resolver, evaluated=self.evaluated, rnn_words=rnn_words)
         self._paths: Dict[int, ForwardPath] = {}
         self._ast_calls: Optional[Dict[cst.Call, ast.Call]] = None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -14,8 +14,9 @@ from .traversal import children
 from .evaluator import EvaluatedClasses
 from .values import RnnKind, describe_kinds
 
-# Words that mark a run-time name as naming an RNN class: getattr(nn, rnn_type), getattr(nn, cell).
-_RNN_WORDS = re.compile(r"rnn|lstm|gru|cell", re.IGNORECASE)
+# Words that mark a run-time name as naming an RNN class: getattr(nn, rnn_type), getattr(nn, cell). A
+# guess from spelling, which users extend with the `extend-rnn-words` setting.
+RNN_WORDS = ("rnn", "lstm", "gru", "cell")
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class RnnSubmodule:
     kinds: FrozenSet[RnnKind]
     is_list: bool
     chosen_at_run_time: bool = False  # only a run-time string names the class (`getattr(nn, rnn_type)`)
+    guessed_by: str = ""  # then: the spelling whose word says RNN (`rnn_type`), on which the verdict rests
     optional: bool = False  # also set to None somewhere (`nn.LSTM(...) if use_rnn else None`)
     # A torch RNN in some configurations only: other assignments hold another module (a custom RNN, a
     # weight-drop wrapper of it) that may have no flatten_parameters().
@@ -34,7 +36,10 @@ class RnnSubmodule:
     @property
     def kind(self) -> str:
         """What the messages call it: `nn.LSTM`, `nn.LSTM or nn.GRU`."""
-        return "an RNN class chosen at run time" if self.chosen_at_run_time else describe_kinds(self.kinds)
+        if self.chosen_at_run_time:
+            # The verdict rests on a spelling: the message says which (`extend-rnn-words` adds words).
+            return f"an RNN class chosen at run time, going by the name `{self.guessed_by}`"
+        return describe_kinds(self.kinds)
 
 
 class _RnnValue:
@@ -210,9 +215,11 @@ class ModuleModel:
     """What one file's classes mean: which are nn.Modules and where their RNNs are."""
 
     def __init__(self, module: cst.Module, resolver: NameResolver, every_class: bool = False,
-                 evaluated: Optional[EvaluatedClasses] = None) -> None:
+                 evaluated: Optional[EvaluatedClasses] = None, rnn_words: Sequence[str] = ()) -> None:
         self.module = module
         self.resolver = resolver
+        self._rnn_words = re.compile("|".join(re.escape(word) for word in sorted({*RNN_WORDS, *rnn_words})),
+                                     re.IGNORECASE)
         # `every_class`: every class of the file is read as a module class, whatever its bases (tests).
         self._every_class = every_class
         # The project-wide evaluator: which classes are modules (their MRO across files), what their
@@ -367,12 +374,14 @@ class ModuleModel:
         if key not in self._rnn_memo:
             result = {}
             for attr, fact in self._evaluated.rnn_attributes(self.qualname(cls.node)).items():
-                says_rnn = any(map(_RNN_WORDS.search, fact.guessed_from))
+                saying_rnn = sorted(name for name in fact.guessed_from if self._rnn_words.search(name))
+                says_rnn = bool(saying_rnn)
                 if fact.guess and not says_rnn:
                     continue
                 # A run-time string whose spelling does not say RNN may name another module too.
                 guarded = fact.other_modules or bool(fact.guessed_from and not says_rnn)
                 result[attr] = RnnSubmodule(attr, fact.kinds, is_list=fact.is_list, chosen_at_run_time=fact.guess,
+                                            guessed_by=saying_rnn[0] if fact.guess else "",
                                             optional=fact.maybe_none and not fact.is_list, guarded=guarded)
             self._rnn_memo[key] = result
         return self._rnn_memo[key]

@@ -794,6 +794,7 @@ def _nearest(files: Sequence[str], near: Optional[str]) -> Optional[str]:
     """The one file that shares the longest leading folders with `near`; None when that is not one file."""
     if near is None:
         return None
+
     def shared(file: str) -> int:
         return len(os.path.commonpath([os.path.dirname(file), os.path.dirname(near)]))
     best = max(shared(file) for file in files)
