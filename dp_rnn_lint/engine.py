@@ -93,7 +93,7 @@ def _candidate_words_found(source: Union[str, bytes], codes: Sequence[str] = (),
     data = (source.encode("utf-8", "surrogateescape") if isinstance(source, str) else source).lower()
     found = _NO_WORDS
     # A word the user says names RNNs (`extend-rnn-words`) may be all a run-time class name has.
-    for group in (*registry.candidate_words(), *((word.encode(),) for word in rnn_words)):
+    for group in (*registry.candidate_words(tuple(codes)), *((word.encode(),) for word in rnn_words)):
         if all(word in data for word in group):
             if len(group) == 1:
                 return _STRONG_WORDS

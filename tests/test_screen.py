@@ -13,15 +13,17 @@ import pytest
 
 from dp_rnn_lint.analysis.screen import may_have_findings, may_have_findings_text
 from dp_rnn_lint.engine import Selection, check_source
-from dp_rnn_lint.rules import ALL_RULES, WRAP_TARGETS, needing_index_part, screen_needs
+from dp_rnn_lint.rules import ALL_RULES, NEEDS_BY_CODE, WRAP_TARGETS, needing_index_part, screen_needs
 
 from .conftest import FIXTURES
 from .helpers import unscreened_findings
 
 CODES = [rule.code for rule in ALL_RULES]
 # The rules that need a class DataParallel wraps directly are dropped before the screen for files without
-# one (engine.screened_codes): the screen answers for the others.
-NEEDS = screen_needs([code for code in CODES if code not in needing_index_part(CODES, WRAP_TARGETS)])
+# one (engine.screened_codes): the screen answers for the others. DPR006 (in preview) looks at every
+# forward, so the stable rules' screen is tested here, and its own below.
+NEEDS = screen_needs([code for code in CODES if code not in needing_index_part(CODES, WRAP_TARGETS)
+                      and not NEEDS_BY_CODE[code].preview])
 EXAMPLES = [example.source for rule in ALL_RULES for example in rule.invalid_examples] + [
     source for rule in ALL_RULES for source in rule.valid_examples
 ]
@@ -287,3 +289,10 @@ def test_a_wrap_of_what_an_imported_function_returns_is_left_to_the_project(sour
     from dp_rnn_lint.analysis.screen import wraps_imported_call
 
     assert wraps_imported_call(ast.parse("import torch.nn as nn\n" + source), screen_needs(["DPR005"]).wrappers) is kept
+
+
+def test_the_state_rule_keeps_every_forward_and_only_files_with_one():
+    needs = screen_needs(["DPR006"])
+    counter = "import torch.nn as nn\nclass Meter(nn.Module):\n    def forward(self, x):\n        return x\n"
+    assert not screened_out(counter, needs)
+    assert screened_out("import torch.nn as nn\nclass Meter(nn.Module):\n    def step(self, x):\n        return x\n", needs)

@@ -25,6 +25,8 @@ RNN_NAMES = frozenset({"RNN", "LSTM", "GRU"})
 # What a rule's findings may start from: a class that holds a torch RNN (named directly, through a name
 # bound to one, or looked up with getattr), which may also come from a base or factory in another file...
 RNN_CLASS = "a class holding an RNN"
+# ...or any forward pass, which may set state on self whatever the module holds (the state rule).
+FORWARD_PASS = "a forward pass"
 _RNN_WORDS = (b"rnn", b"lstm", b"gru")
 
 
@@ -57,6 +59,7 @@ class ScreenNeeds:
 
     calls: FrozenSet[CallSeed] = frozenset()
     rnn_class: bool = False
+    forward_pass: bool = False
 
     @property
     def wrappers(self) -> FrozenSet[str]:
@@ -67,7 +70,8 @@ class ScreenNeeds:
         """Groups of lower-case words: a file must contain every word of one group for any of these to
         be in it."""
         groups = {tuple(word.lower().encode() for word in seed.words()) for seed in self.calls}
-        return tuple(sorted(groups | {(word,) for word in (_RNN_WORDS if self.rnn_class else ())}))
+        groups |= {(word,) for word in (_RNN_WORDS if self.rnn_class else ())}
+        return tuple(sorted(groups | ({(b"forward",)} if self.forward_pass else set())))
 
 
 # Stands for `getattr(module, name)` in a set of identifiers: an RNN class may be looked up by name.
@@ -93,6 +97,8 @@ def may_have_findings_text(source, needs: ScreenNeeds) -> bool:
     if (b"forward" not in data or _FORWARD_DEF.search(data) is None) and (
             not needs.rnn_class or _CLASS_WITH_BASE.search(data) is None or _IMPORT_FROM_ELSEWHERE.search(data) is None):
         return False  # no forward here, and none a class may inherit from a base of another file
+    if needs.forward_pass and _FORWARD_DEF.search(data) is not None:
+        return True
     return (any(all(word.encode() in data for word in seed.words()) for seed in needs.calls)
             or (needs.rnn_class and _RNN_WORD.search(data) is not None))
 
@@ -110,6 +116,8 @@ def may_have_findings(tree: ast.Module, needs: ScreenNeeds) -> bool:
         if not anywhere and not inherits:
             return False
         needs = ScreenNeeds(calls=anywhere, rnn_class=inherits)
+    elif needs.forward_pass:
+        return True
     torch_nn = _torch_nn_names(nodes)
     # Every name a binding below can mention is among these: where none of a rule's seeds is, no name
     # can lead to one, and the closures need not be built at all.

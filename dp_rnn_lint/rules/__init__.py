@@ -15,7 +15,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Tuple, Union
 
-from ..analysis.screen import RNN_CLASS, CallSeed, ScreenNeeds
+from ..analysis.screen import FORWARD_PASS, RNN_CLASS, CallSeed, ScreenNeeds
 
 # Parts of the project index a rule may need. Every rule asks which classes are modules (their bases may
 # live in other files); DPR004-like rules also need the classes DataParallel wraps directly.
@@ -28,7 +28,8 @@ FIX_SAFETIES = ("safe", "unsafe", "safe or unsafe", "none")  # "safe or unsafe":
 @dataclass(frozen=True)
 class RuleNeeds:
     # What the rule's findings start from, as the cheap screen looks for it: screen.RNN_CLASS (a class
-    # holding a torch RNN) or a CallSeed (a call of a torch function, perhaps missing an argument).
+    # holding a torch RNN), screen.FORWARD_PASS (any forward) or a CallSeed (a call of a torch function,
+    # perhaps missing an argument).
     starts_from: Tuple[Union[str, CallSeed], ...]
     index: Tuple[str, ...] = (MODULE_CLASSES,)
     fix: str = "none"  # one of FIX_SAFETIES; the rule's page says why
@@ -53,7 +54,7 @@ REGISTRY: Tuple[RuleEntry, ...] = (
     RuleEntry("dpr005_data_parallel_wraps_rnn",
               RuleNeeds((CallSeed("DataParallel", in_forward=False, given_rnn=True),
                          CallSeed("data_parallel", in_forward=False, given_rnn=True)))),
-    RuleEntry("dpr006_module_state_lost_on_replicas", RuleNeeds((RNN_CLASS,), preview=True)),
+    RuleEntry("dpr006_module_state_lost_on_replicas", RuleNeeds((FORWARD_PASS,), preview=True)),
     RuleEntry("dpr007_pads_to_replica_length",
               RuleNeeds((CallSeed("pad_sequence"),
                          # Padding by hand: a tensor of zeros (or a fill value) sized to the longest sequence.
@@ -92,7 +93,8 @@ def register(entry: RuleEntry) -> None:
 @functools.lru_cache(maxsize=64)
 def _screen_needs(codes: Tuple[str, ...]) -> ScreenNeeds:
     seeds = [seed for code in codes if code in NEEDS_BY_CODE for seed in NEEDS_BY_CODE[code].starts_from]
-    return ScreenNeeds(calls=frozenset(seed for seed in seeds if isinstance(seed, CallSeed)), rnn_class=RNN_CLASS in seeds)
+    return ScreenNeeds(calls=frozenset(seed for seed in seeds if isinstance(seed, CallSeed)), rnn_class=RNN_CLASS in seeds,
+                       forward_pass=FORWARD_PASS in seeds)
 
 
 def screen_needs(codes: Iterable[str]) -> ScreenNeeds:
@@ -100,13 +102,14 @@ def screen_needs(codes: Iterable[str]) -> ScreenNeeds:
     return _screen_needs(tuple(codes))
 
 
-@functools.lru_cache(maxsize=1)
-def candidate_words() -> Tuple[Tuple[bytes, ...], ...]:
+@functools.lru_cache(maxsize=8)
+def candidate_words(codes: Tuple[str, ...] = ()) -> Tuple[Tuple[bytes, ...], ...]:
     """Groups of lower-case words: a file that holds every word of no group is one in which no rule can
-    find anything, and it is never parsed."""
-    return ScreenNeeds(calls=frozenset(seed for entry in REGISTRY for seed in entry.needs.starts_from
-                                       if isinstance(seed, CallSeed)),
-                       rnn_class=any(RNN_CLASS in entry.needs.starts_from for entry in REGISTRY)).words()
+    find anything, and it is never parsed. The stable rules count whatever is selected (a file that
+    mentions an RNN gets its syntax checked); a preview rule only when selected (DPR006 looks at every
+    forward)."""
+    counted = tuple(_code_of(entry.module) for entry in REGISTRY if not entry.needs.preview) + tuple(codes)
+    return _screen_needs(tuple(sorted(set(counted)))).words()
 
 
 def needing_index_part(codes: Iterable[str], part: str) -> Tuple[str, ...]:

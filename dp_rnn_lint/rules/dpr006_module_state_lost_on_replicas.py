@@ -2,16 +2,26 @@
 
 ## What it does
 Flags `self.<attr> = ...`, `self.<attr> += ...` and `setattr(self, "<attr>", ...)` on the forward path of
-a module class that holds an RNN, where the attribute is not a submodule or parameter, when `forward`
-reads the attribute before setting it, so that it uses a value from an earlier call (a stateful model
-keeping its last hidden state for the next batch), or when DataParallel is known to run the class
-(`--scope wrapped`, or a wrap the project index resolves to it; a class a wrap resolves to is checked
-whether or not it holds an RNN itself). A value set and then read within one call is scratch, not
-state: it is not flagged unless the class is known to be wrapped and something outside the call uses
+a module class (forward and the methods it calls on self), where the attribute is not a submodule or
+parameter, when a read of the attribute on the forward path can run before this call writes it, so that
+it uses a value from an earlier call (a stateful model keeping its last hidden state for the next batch,
+a step counter, a one-time initialisation from the first batch), or when DataParallel is known to run the
+class (`--scope wrapped`, or a wrap the project index resolves to it) and something outside the call uses
 the attribute (`__init__` or another method mentions it, or another file of the project does, as a
 training loop printing `model.module.last_loss`; `args.batch_size` or `config.batch_size` there is a
-setting, not a read of `self.batch_size`). `self.n += 1` is judged only where the class sets `n`
-to a plain number (a buffer updated in place is fine).
+setting, not a read of `self.batch_size`). Every write of such an attribute that can outlive the call is
+reported.
+
+Whether a read can come first is decided path by path: a write in both arms of an `if` counts, an arm
+that ends in `return` or `raise` does not reach what follows, and a test that no call can change (a
+setting only `__init__` sets, `self.cfg.mode.startswith("dep")`, a helper's parameter the call leaves at
+a constant default) takes the same arm on every call, so its write counts. `self.training` is not such a
+test: `model.eval()` changes it between calls. A value set and then read within one call is scratch, not
+state. Not reported: a write of the constant `__init__` gives (losing it leaves that value anyway)
+unless another method moves the attribute away from it (`print_loss` counting in `self.print_every`),
+a value moved to another device or dtype (`self.window = self.window.to(x.device)`), a write that every
+path overwrites before the call ends, state forward puts back to `__init__`'s value before it returns,
+and `self.n += 1` unless the class sets `n` to a plain number (a buffer updated in place is fine).
 
 ## Why is this bad?
 DataParallel runs each call on fresh replicas of the module and throws them away afterwards. An attribute
@@ -55,9 +65,18 @@ class StreamingLM(nn.Module):
 ```
 
 ## Preview
-This rule runs only with `--preview` (`preview = true`; `--dp-rnn-preview` with flake8). On code outside
-the labelled corpus, too many of its findings were scratch state a helper sets before `forward` reads it
-in the same call (benchmarks/review.tsv): it stays in preview until its reviewed precision reaches 0.9.
+This rule runs only with `--preview` (`preview = true`; `--dp-rnn-preview` with flake8), and then looks at
+every file with a `def forward`. On code outside the labelled corpus too many of its findings were not
+lost state (benchmarks/review.tsv): state a module carries between the calls its holder makes within one
+forward (an attention or cell module stepped in a loop, reset by the holder's `init_states()`) is
+reported although the replica keeps it for the whole call, and caches recomputed when missing are
+reported as state. It stays in preview until its reviewed precision reaches 0.9.
+
+## Known problems
+A forward inherited from a base class in another file is not read: state that the base's methods carry
+(ELMo's `_EncoderBase._update_states`) is not found. Paths are merged, not followed one by one: a write
+made under `if self.stateful and self.state is None:` and always replaced under a later
+`if self.stateful:` is reported with the write that replaces it.
 
 ## Fix safety
 No fix is offered: where the state should live (returned to the caller, or a buffer updated in place)
@@ -74,7 +93,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from ..analysis import FileAnalysis
-from ..analysis.modules import ModuleClass, is_self_attribute, iter_nodes, self_name
+from ..analysis.modules import ModuleClass, bind_arguments, is_self_attribute, iter_nodes, self_name
 from ..analysis.torch_names import canonical, is_module_base, rnn_kind
 from ..findings import Violation
 from .base import Example, Rule
@@ -140,39 +159,122 @@ class ModuleStateLostOnReplicas(Rule):
             if path.forward is None:
                 continue
             direct = analysis.direct_wrap_site(cls)
-            if not path.rnns and direct is None:
-                continue  # a class DataParallel wraps itself is checked whatever it holds; others need an RNN
             qualname = analysis.model.qualname(cls.node)
             site = analysis.context.wrap_site(qualname) or direct
             events = _Events()
             events.walk(path.forward.body, self_name(path.forward))
-            # The same with the helpers forward calls run where it calls them: a helper that sets
-            # `self.batch_size` before forward reads it has written first, whatever the file's order says.
-            in_order = _Events({method.name.value: method for method in path.entries})
-            in_order.walk(path.forward.body, self_name(path.forward))
             helper_events = _Events()
             for helper in path.entries:
                 helper_events.walk(helper.body, self_name(helper))
+            writes = [(attr, node) for kind, attr, node in events.order + helper_events.order if kind == "write"]
+            # The same with the helpers forward calls run where it calls them: a helper that sets
+            # `self.batch_size` before forward reads it has written first, whatever the file's order says.
+            # A test on an attribute no call and no other method changes comes out the same on every call;
+            # `training` changes between calls (`model.eval()`).
+            initial = _initial_constants(analysis, cls)
+            moved_elsewhere = _written_off_the_path(analysis, cls, path, initial)
+            changing = {attr for attr, _ in writes} | moved_elsewhere | {"training"}
+            in_order = _Events({method.name.value: method for method in path.entries}, changing=changing)
+            in_order.walk(path.forward.body, self_name(path.forward))
+            in_order.finish()
             structural, plain = _attribute_kinds(analysis, cls)
+            assigned = {**events.assigned, **helper_events.assigned}
             read_after: Optional[Set[str]] = None  # what the module is used for after a call (made when asked)
-            reported: Set[str] = set()
-            for kind, attr, node in events.order + helper_events.order:
-                if kind != "write" or attr in reported or attr in structural or attr in path.rnns:
+
+            # A write of __init__'s value is lost harmlessly only while no other method moves the attribute
+            # away from it (`print_loss` counting in `self.print_every` between forward's resets).
+
+            def resets(attr: str, node: object) -> bool:
+                value = assigned.get(id(node))
+                return (attr in initial and attr not in moved_elsewhere and value is not None
+                        and analysis.module.code_for_node(value) == initial[attr])
+
+            verdicts: Dict[str, Optional[str]] = {}  # attribute -> what the next call sees, None: not lost
+            for attr in _reset_before_returning(analysis, path.forward, initial):
+                verdicts[attr] = None  # nothing this call leaves in it reaches the next one
+            for attr, node in writes:
+                if attr in structural or attr in path.rnns:
                     continue
                 if isinstance(node, _Augmented) and attr not in plain:
                     continue  # `self.steps += 1` may update a buffer in place: only a plain value is judged
-                read_back = in_order.read_before_write(attr)
-                if not read_back and site is None:
-                    continue  # set before it is read (or never read), and nothing says DataParallel runs it
-                if not read_back:
-                    if read_after is None:
-                        read_after = _mentioned_off_the_path(analysis, path) | set(analysis.context.read_elsewhere)
-                    if attr not in read_after:
-                        continue  # nothing but this call uses it: losing it with the replica loses nothing
-                reported.add(attr)
+                if resets(attr, node):
+                    continue  # it writes __init__'s value, which is what a lost write leaves anyway
+                if _moves_itself(assigned.get(id(node)), attr):
+                    continue  # `self.n = self.n.to(x.device)`: the next call moves it again, nothing is lost
+                if attr not in verdicts:
+                    verdicts[attr] = None
+                    read_back = in_order.read_before_write(attr)
+                    if read_back:
+                        verdicts[attr] = _READ_BACK
+                    elif site is not None:
+                        if read_after is None:
+                            read_after = _mentioned_off_the_path(analysis, path) | set(analysis.context.read_elsewhere)
+                        if attr in read_after:  # otherwise nothing but this call uses it: scratch
+                            verdicts[attr] = _NOT_READ
+                if verdicts[attr] is None or not in_order.is_live_out(node):
+                    continue  # not lost state, or a write this call always overwrites before it ends
                 note = f" (wrapped at {site})" if site else ""
-                sees = _READ_BACK if read_back else _NOT_READ
-                yield Violation(self.code, _MESSAGE.format(attr=attr, sees=sees, note=note), _located(node))
+                yield Violation(self.code, _MESSAGE.format(attr=attr, sees=verdicts[attr], note=note), _located(node))
+
+
+_CONVERSIONS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "type", "type_as", "contiguous"})
+
+
+def _moves_itself(value: Optional[cst.BaseExpression], attr: str) -> bool:
+    """`self.<attr>.to(device)` (and the other tensor methods that change only device, dtype or layout)."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _CONVERSIONS:
+        value = value.func.value
+        if isinstance(value, cst.Attribute) and value.attr.value == attr and isinstance(value.value, cst.Name):
+            return True
+    return False
+
+
+def _written_off_the_path(analysis: FileAnalysis, cls: ModuleClass, path, initial: Dict[str, str]) -> Set[str]:
+    """Attributes that methods other than `__init__` and those on the forward path set to something else
+    than `__init__`'s constant (a `reset()` writing the constants again changes nothing)."""
+    on_path = {path.forward, *path.entries}
+    found: Set[str] = set()
+    for owner in cls.mro():
+        for name, method in owner.methods.items():
+            me = self_name(method)
+            if name == "__init__" or method in on_path or me is None:
+                continue
+            for node in iter_nodes(method.body, (cst.Assign, cst.AugAssign, cst.AnnAssign), skip_nested_scopes=True):
+                targets = [target.target for target in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                for target in targets:
+                    value = None if isinstance(node, cst.AugAssign) else node.value
+                    for element, assigned in _paired_targets(target, value):
+                        attr = is_self_attribute(element, me)
+                        if attr is not None and not (assigned is not None and attr in initial
+                                                     and analysis.module.code_for_node(assigned) == initial[attr]):
+                            found.add(attr)
+    return found
+
+
+def _initial_constants(analysis: FileAnalysis, cls: ModuleClass) -> Dict[str, str]:
+    """The plain constants `__init__` (the class's, or a base's in this file) gives attributes, as written."""
+    found: Dict[str, str] = {}
+    for owner in reversed(cls.mro()):
+        init = owner.methods.get("__init__")
+        me = self_name(init) if init is not None else None
+        if me is None:
+            continue
+        # __init__ itself, and the methods it calls on the instance (`self.reset()` setting the totals)
+        bodies = [(init.body, me)]
+        for call in iter_nodes(init.body, (cst.Call,), skip_nested_scopes=True):
+            called = is_self_attribute(call.func, me)
+            method = cls.find_method(called) if called else None
+            if method is not None and self_name(method[0]) is not None:
+                bodies.append((method[0].body, self_name(method[0])))
+        for body, owner_self in bodies:
+            for node in iter_nodes(body, (cst.Assign, cst.AnnAssign), skip_nested_scopes=True):
+                targets = [node.target] if isinstance(node, cst.AnnAssign) else [target.target for target in node.targets]
+                for target in targets:
+                    for element, value in _paired_targets(target, node.value):
+                        attr = is_self_attribute(element, owner_self)
+                        if attr is not None and value is not None and _is_initial_literal(value):
+                            found[attr] = analysis.module.code_for_node(value)
+    return found
 
 
 class _Augmented:
@@ -188,45 +290,77 @@ def _located(node) -> cst.CSTNode:
 
 class _Events:
     """Reads and writes of `self.<attr>` in a method's body, in the order they run: a right-hand side is
-    read before its targets are written."""
+    read before its targets are written.
 
-    def __init__(self, helpers: Optional[Dict[str, cst.FunctionDef]] = None) -> None:
+    A write counts as conditional when a branch of the same call may skip it; a test that comes out the
+    same on every call (`if self.bos_type == "feats":` on a setting no call changes, a helper's
+    `if not keep_states:` whose parameter the call leaves at its constant default) is no such branch: on
+    one call the write runs before the read, or on no call at all. Both arms of an `if` writing the
+    attribute is a write too.
+
+    Alongside, which writes can be the last before the call ends (`live_out`): a write every path
+    overwrites later in the same call (`self.state = zeros` when None, then `self.state = h_n`) loses
+    nothing when its replica goes."""
+
+    def __init__(self, helpers: Optional[Dict[str, cst.FunctionDef]] = None,
+                 changing: Optional[Set[str]] = None) -> None:
         self.order: List[Tuple[str, str, object]] = []
+        self.assigned: Dict[int, cst.BaseExpression] = {}  # a write's node -> the value it assigns
         self._helpers = helpers or {}  # methods called as `self.<name>(...)`, walked where they are called
         self._entered: Set[str] = set()
-        self._conditions = 0  # how many ifs, loops and trys hold the node being walked
-        self._conditional_writes: Set[int] = set()
+        # Attributes some call writes: a test reading one may come out differently from call to call.
+        # None: every test may (the first walk, which only collects writes).
+        self._changing = changing
+        self._fixed: List[Set[str]] = [set()]  # per method walked: parameters with one constant at every call
+        self._written: Set[str] = set()  # attributes every path to the node being walked has written
+        # attribute -> the writes whose value may still be in it at the node being walked
+        self._pending: Dict[str, Set[int]] = {}
+        # per method being walked: the path states at its `return`s (forward's are the call's end)
+        self._exits: List[List[Tuple[Set[str], Dict[str, Set[int]]]]] = [[]]
+        self._read_first: Set[str] = set()
+        self.live_out: Set[int] = set()
 
     def read_before_write(self, attr: str) -> bool:
-        """Whether a read of the attribute can run before any write of it: a write under a condition (`if
-        new_epoch: self.clear_totals()`) may not run, so it does not count."""
-        for kind, name, node in self.order:
-            if name == attr and kind == "read":
-                return True
-            if name == attr and id(node) not in self._conditional_writes:
-                return False
-        return False
+        """Whether a read of the attribute can run before this call writes it: on some path to the read,
+        nothing wrote it (a write under a condition, `if new_epoch: self.clear_totals()`, may not run)."""
+        return attr in self._read_first
 
     def walk(self, node: cst.CSTNode, me: Optional[str]) -> None:
         if me is None or isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return
-        if isinstance(node, (cst.If, cst.For, cst.While, cst.Try, cst.IfExp)):
-            self._conditions += 1
-            try:
-                for child in node.children:
-                    self.walk(child, me)
-            finally:
-                self._conditions -= 1
+        if isinstance(node, cst.If):
+            self._walk_if(node, me)
+            return
+        if isinstance(node, cst.IfExp):
+            self.walk(node.test, me)
+            before = self._state()
+            arms = []
+            for arm in (node.body, node.orelse):
+                self._restore(before)
+                self.walk(arm, me)
+                arms.append(self._state())
+            self._merge(arms, steady=False)
+            return
+        if isinstance(node, (cst.For, cst.While, cst.Try)):
+            before = self._state()  # a loop may run no time, a try may stop anywhere
+            for child in node.children:
+                self.walk(child, me)
+            self._merge([before, self._state()], steady=False)
+            return
+        if isinstance(node, cst.Return):
+            if node.value is not None:
+                self.walk(node.value, me)
+            self._exits[-1].append(self._state())
             return
         if isinstance(node, cst.Assign):
             self.walk(node.value, me)
             for target in node.targets:
-                self._write_target(target.target, me, target.target)
+                self._write_target(target.target, me, node.value)
             return
         if isinstance(node, cst.AnnAssign):
             if node.value is not None:  # `self.scale: float` alone sets nothing
                 self.walk(node.value, me)
-                self._write_target(node.target, me, node.target)
+                self._write_target(node.target, me, node.value)
             return
         if isinstance(node, cst.AugAssign):
             self.walk(node.value, me)
@@ -246,7 +380,15 @@ class _Events:
             if helper in self._helpers and helper not in self._entered:
                 self._entered.add(helper)  # its first call decides what it wrote before forward reads on
                 method = self._helpers[helper]
-                self.walk(method.body, self_name(method))
+                self._fixed.append(_fixed_parameters(node, method))
+                self._exits.append([])
+                try:
+                    self.walk(method.body, self_name(method))
+                finally:
+                    self._fixed.pop()
+                    exits = self._exits.pop()
+                if exits:  # the helper ends at its returns as well as at its last line
+                    self._merge([*exits, self._state()], steady=False)
             return
         if is_self_attribute(node, me) is not None:
             self._event("read", node.attr.value, node)
@@ -254,27 +396,148 @@ class _Events:
         for child in node.children:
             self.walk(child, me)
 
-    def _write_target(self, target: cst.BaseExpression, me: str, node: cst.CSTNode) -> None:
-        for element in _target_elements(target):
+    def _walk_if(self, node: cst.If, me: str) -> None:
+        self.walk(node.test, me)
+        before = self._state()
+        arms = []
+        for arm in (node.body, node.orelse):
+            self._restore(before)
+            if arm is not None:
+                self.walk(arm, me)  # an `elif` is an If of its own
+            if arm is None or not _leaves(arm):  # an arm that returns left its state at the return
+                arms.append(self._state())
+        if not arms:
+            self._restore(before)  # nothing after the `if` runs; what follows is unreachable
+        else:
+            # A test every call answers alike: what one arm writes, it writes on every call that reaches it.
+            self._merge(arms, steady=self._same_every_call(node.test, me))
+
+    def _state(self) -> Tuple[Set[str], Dict[str, Set[int]]]:
+        return set(self._written), {attr: set(writes) for attr, writes in self._pending.items()}
+
+    def _restore(self, state: Tuple[Set[str], Dict[str, Set[int]]]) -> None:
+        self._written, self._pending = set(state[0]), {attr: set(writes) for attr, writes in state[1].items()}
+
+    def _merge(self, states: List[Tuple[Set[str], Dict[str, Set[int]]]], steady: bool) -> None:
+        """The state after paths meet: written on every path (on one, for a steady test); any write still
+        pending on some path may still be in the attribute."""
+        written = [state[0] for state in states]
+        self._written = set().union(*written) if steady else set.intersection(*written)
+        self._pending = {}
+        for _, pending in states:
+            for attr, writes in pending.items():
+                self._pending.setdefault(attr, set()).update(writes)
+
+    def finish(self) -> None:
+        """At the end of forward: every write still pending there, or at a return of forward, is live."""
+        for _, pending in [*self._exits[0], self._state()]:
+            for writes in pending.values():
+                self.live_out.update(writes)
+
+    def is_live_out(self, node: object) -> bool:
+        return _key(node) in self.live_out
+
+    def _same_every_call(self, test: cst.BaseExpression, me: str) -> bool:
+        """Whether the test comes out the same on every call: constants, settings on `self` that no call
+        writes, and parameters every call leaves at (or passes) one constant."""
+        if self._changing is None:
+            return False
+        if _is_plain_value(test):
+            return True
+        if isinstance(test, cst.Name):
+            return test.value == me or test.value in self._fixed[-1]
+        if isinstance(test, cst.Attribute):
+            attr = is_self_attribute(test, me)
+            if attr is not None:
+                return attr not in self._changing
+            return self._same_every_call(test.value, me)  # `self.config.use_bos`
+        if isinstance(test, cst.UnaryOperation):
+            return self._same_every_call(test.expression, me)
+        if isinstance(test, cst.BooleanOperation):
+            return self._same_every_call(test.left, me) and self._same_every_call(test.right, me)
+        if isinstance(test, cst.Comparison):
+            return self._same_every_call(test.left, me) and all(
+                self._same_every_call(target.comparator, me) for target in test.comparisons)
+        if isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and len(test.args) == 2:
+            subject, second = test.args[0].value, test.args[1].value
+            if test.func.value == "isinstance":
+                return self._same_every_call(subject, me)  # the classes it names are code, not state
+            if test.func.value == "hasattr" and isinstance(second, cst.SimpleString):
+                # `hasattr(self, "cache")` changes once a call sets the attribute.
+                name = second.evaluated_value
+                return isinstance(name, str) and name not in self._changing and self._same_every_call(subject, me)
+        if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute):
+            # A query of a setting: `self.args.attnnet.startswith("dep_")`.
+            return self._same_every_call(test.func.value, me) and all(
+                self._same_every_call(arg.value, me) for arg in test.args)
+        return False
+
+    def _write_target(self, target: cst.BaseExpression, me: str, value: cst.BaseExpression) -> None:
+        for element, assigned in _paired_targets(target, value):
             if is_self_attribute(element, me) is not None:
                 self._event("write", element.attr.value, element)
+                if assigned is not None:
+                    self.assigned[id(element)] = assigned
             else:
                 self.walk(element, me)  # `self.cache[key] = v` reads self.cache
 
     def _event(self, kind: str, attr: str, node) -> None:
         self.order.append((kind, attr, node))
-        if kind == "write" and self._conditions:
-            self._conditional_writes.add(id(node))
+        if kind == "read" and attr not in self._written:
+            self._read_first.add(attr)
+        elif kind == "write":
+            self._written.add(attr)
+            self._pending[attr] = {_key(node)}
 
 
-def _target_elements(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+def _key(node: object) -> int:
+    """The same write whichever walk met it (an augmented assignment's wrapper is made per walk)."""
+    return id(node.target) if isinstance(node, _Augmented) else id(node)
+
+
+def _leaves(block: cst.CSTNode) -> bool:
+    """Whether a block ends in `return` or `raise`: nothing after the `if` runs after it."""
+    if isinstance(block, cst.If):
+        return _leaves(block.body) and block.orelse is not None and _leaves(block.orelse)
+    if isinstance(block, cst.Else):
+        return _leaves(block.body)
+    statements = getattr(block, "body", ())
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, (cst.Return, cst.Raise)):  # `if done: return x`
+        return True
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(statement, (cst.Return, cst.Raise)) for statement in last.body)
+    return isinstance(last, cst.If) and _leaves(last)
+
+
+def _fixed_parameters(call: cst.Call, method: cst.FunctionDef) -> Set[str]:
+    """The method's parameters that this call passes a constant, or leaves at a constant default."""
+    bound = bind_arguments(call, method)
+    fixed: Set[str] = set()
+    for param in (*method.params.posonly_params, *method.params.params, *method.params.kwonly_params):
+        name = param.name.value
+        value = bound.get(name, param.default)
+        if value is not None and _is_plain_value(value) and not any(arg.star for arg in call.args):
+            fixed.add(name)
+    return fixed
+
+
+def _paired_targets(target: cst.BaseExpression, value: Optional[cst.BaseExpression]
+                    ) -> Iterator[Tuple[cst.BaseExpression, Optional[cst.BaseExpression]]]:
+    """Each target element with the value it gets, where the code shows it (`a, b = 0, None`)."""
     if isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _target_elements(element.value)
+        values = None
+        if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(target.elements) and not any(
+                isinstance(element, cst.StarredElement) for element in (*value.elements, *target.elements)):
+            values = [element.value for element in value.elements]
+        for position, element in enumerate(target.elements):
+            yield from _paired_targets(element.value, values[position] if values else None)
     elif isinstance(target, cst.StarredElement):
-        yield from _target_elements(target.value)
+        yield from _paired_targets(target.value, None)
     else:
-        yield target
+        yield target, value
 
 
 def _setattr_on(call: cst.Call, me: str) -> Optional[str]:
@@ -286,9 +549,37 @@ def _setattr_on(call: cst.Call, me: str) -> Optional[str]:
     return None
 
 
+def _is_initial_literal(value: cst.BaseExpression) -> bool:
+    """A plain value or an empty container (`[]`, `{}`, `()`): a write of it makes the same value anew."""
+    return _is_plain_value(value) or (isinstance(value, (cst.List, cst.Tuple, cst.Dict)) and not value.elements)
+
+
+def _reset_before_returning(analysis: FileAnalysis, forward: cst.FunctionDef, initial: Dict[str, str]) -> Set[str]:
+    """Attributes forward's last statements (before its final `return`) set back to `__init__`'s value:
+    whatever the call did with them, the next call starts from that value on one device too."""
+    me = self_name(forward)
+    statements = list(getattr(forward.body, "body", ()))
+    if statements and isinstance(statements[-1], cst.SimpleStatementLine) and any(
+            isinstance(small, cst.Return) for small in statements[-1].body):
+        statements.pop()
+    found: Set[str] = set()
+    for statement in reversed(statements):
+        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+                and isinstance(statement.body[0], cst.Assign) and len(statement.body[0].targets) == 1):
+            break
+        assign = statement.body[0]
+        attr = is_self_attribute(assign.targets[0].target, me)
+        if attr is None or initial.get(attr) != analysis.module.code_for_node(assign.value):
+            break
+        found.add(attr)
+    return found
+
+
 def _is_plain_value(value: cst.BaseExpression) -> bool:
     """A number, a string, None or a bool: no tensor, so no buffer."""
-    return isinstance(value, (cst.Integer, cst.Float, cst.SimpleString, cst.UnaryOperation)) or (
+    if isinstance(value, cst.UnaryOperation) and not isinstance(value.operator, cst.Not):
+        return _is_plain_value(value.expression)  # -1
+    return isinstance(value, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)) or (
         isinstance(value, cst.Name) and value.value in ("None", "True", "False"))
 
 
