@@ -240,6 +240,8 @@ class _Summarizer:
         self.top_calls: Set[str] = set()
         # `name = Call(...)` with one plain target: the call's id -> the name.
         self._assigned_calls: Dict[int, str] = {}
+        # Per scope (by id), name -> the values assigned to it there: made once per scope, not per question.
+        self._assignments: Dict[int, Dict[str, List[ast.AST]]] = {}
 
     def summary(self) -> dict:
         calls, returns = self._scan()
@@ -487,10 +489,17 @@ class _Summarizer:
         scope = function if function is not None else self.tree
         return [(value, function) for value in self._assigned_values(name, scope)]
 
-    @staticmethod
-    def _assigned_values(name: str, scope: ast.AST) -> List[ast.AST]:
-        return [node.value for node in _own_nodes(scope, (ast.Assign, ast.AnnAssign, ast.NamedExpr))
-                if node.value is not None and any(isinstance(t, ast.Name) and t.id == name for t in _targets(node))]
+    def _assigned_values(self, name: str, scope: ast.AST) -> List[ast.AST]:
+        by_name = self._assignments.get(id(scope))
+        if by_name is None:
+            by_name = self._assignments[id(scope)] = {}
+            for node in _own_nodes(scope, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+                if node.value is None:
+                    continue
+                # One entry per assignment, even when it names the target twice (`a = a = f()`).
+                for target in dict.fromkeys(t.id for t in _targets(node) if isinstance(t, ast.Name)):
+                    by_name.setdefault(target, []).append(node)
+        return [node.value for node in by_name.get(name, ())]
 
 
 # What a build is "handed to" when the function holding it returns it (`def build_encoder(): return
