@@ -397,3 +397,14 @@ def test_summaries_made_in_a_pool_give_the_same_index(tmp_path):
     assert (actual.wrapped, actual.direct, actual.sites) == (expected.wrapped, expected.direct, expected.sites)
     assert names(actual.direct) == {"Tagger", "Encoder"} and len(actual.sites) == 20
     assert pooled.files_parsed == alone.files_parsed == 22
+
+
+def test_what_callers_hand_a_class_leaves_the_index_typed():
+    from dp_rnn_lint.analysis.project import FileContext
+    from dp_rnn_lint.analysis.values import RnnKind
+
+    context = FileContext(injected=(("Encoder", "rnn", "instance", "nn.LSTM"), ("Encoder", "rnn", "class", "nn.GRU"),
+                                    ("Encoder", "rnn", "instance", "nn.GRU"), ("Other", "0", "class", "nn.RNN")))
+    assert context.handed_in("Encoder") == {
+        "rnn": frozenset({("instance", RnnKind.LSTM), ("class", RnnKind.GRU), ("instance", RnnKind.GRU)})}
+    assert context.handed_in("Other") == {"0": frozenset({("class", RnnKind.RNN)})}

@@ -764,7 +764,7 @@ class EvaluatedClasses:
     files never ask). `source` gives the file's text when no tree was parsed for it already."""
 
     def __init__(self, path: str, tree: Optional[ast.Module], source: Callable[[], str],
-                 handed_in: Optional[Callable[[str], Dict[str, Tuple[str, str]]]] = None) -> None:
+                 handed_in: Optional[Callable[[str], Dict[str, FrozenSet[Tuple[str, RnnKind]]]]] = None) -> None:
         self._path = os.path.abspath(path) if path else os.path.abspath("<source>.py")
         self._tree = tree
         self._source = source
@@ -836,10 +836,10 @@ class EvaluatedClasses:
         if cls.path != self._path:
             return NOTHING
         found = set()
-        for key, (what, kinds) in self._handed_in(cls.qualname).items():
+        for key, handed in self._handed_in(cls.qualname).items():
             if key == name or (position is not None and key == str(position)):
-                for kind in kinds.split(" or "):  # the index's summaries are text, kept on disk
-                    torch_class = External(f"torch.{kind}")
+                for what, kind in handed:
+                    torch_class = External(f"torch.nn.{kind.value}")
                     found.add(Instance(torch_class) if what == "instance" else torch_class)
         return frozenset(found)
 

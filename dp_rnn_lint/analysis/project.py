@@ -23,7 +23,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..files import (FileProblem, code_fingerprint, module_name_for, prepare_cache_folder, project_root, read_source,
                      replace_atomically, resolve_relative_import)
@@ -31,6 +31,7 @@ from ..notebooks import cell_starts, in_cell, is_notebook
 from .ast_walk import child_nodes
 from .screen import may_inherit_text
 from .torch_names import MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, canonical, is_module_base, rnn_kind
+from .values import RnnKind
 
 # What DataParallel is called under torch's public spellings; the function form takes the module first too.
 DATA_PARALLEL_NAMES = frozenset({
@@ -764,14 +765,15 @@ class FileContext:
         """The other files of the project that may build a class of this file (see IndexBuilder.files_calling)."""
         return tuple(item[0] for item in dict(self.built_elsewhere).get(qualname, ()))
 
-    def handed_in(self, qualname: str) -> Dict[str, Tuple[str, str]]:
-        """What callers in the project hand a class of this file: {parameter or position: (what, kind)}."""
-        handed: Dict[str, Tuple[str, str]] = {}
+    def handed_in(self, qualname: str) -> Dict[str, FrozenSet[Tuple[str, RnnKind]]]:
+        """What callers in the project hand a class of this file: {parameter or position: {(what, kind)}},
+        `what` being "class" (`rnn_class=nn.GRU`) or "instance" (`rnn=nn.LSTM(...)`). The summaries on
+        disk spell the kind `nn.LSTM`; it is typed here, where it leaves the index."""
+        handed: Dict[str, Set[Tuple[str, RnnKind]]] = {}
         for name, key, what, kind in self.injected:
             if name == qualname:
-                previous = handed.get(key)
-                handed[key] = (what, kind if previous is None or previous[0] != what else f"{previous[1]} or {kind}")
-        return handed
+                handed.setdefault(key, set()).add((what, RnnKind(kind.rsplit(".", 1)[-1])))
+        return {key: frozenset(pairs) for key, pairs in handed.items()}
 
     def wrap_site(self, qualname: str) -> Optional[str]:
         return dict(self.wrapped).get(qualname)
