@@ -76,6 +76,11 @@ def parse_notebook(raw: bytes) -> Notebook:
         raise NotebookProblem(f"notebook is not valid JSON: {error}") from error
     except RecursionError as error:
         raise NotebookProblem("notebook is not a notebook: its JSON is nested too deeply") from error
+    version = document.get("nbformat") if isinstance(document, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version < 4:
+        # Versions 1-3 keep cells in "worksheets"; Jupyter converts them, this tool does not read them.
+        raise NotebookProblem(f"an nbformat {version} notebook: only nbformat 4 is read "
+                              "(`jupyter nbconvert --to notebook --nbformat 4` converts it)")
     if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
         raise NotebookProblem("not a Jupyter notebook (nbformat 4): no \"cells\" list")
     for number, cell in enumerate(document["cells"], start=1):

@@ -208,6 +208,11 @@ def test_a_list_source_keeps_its_spacing(tmp_path, capsys):
     (b"[1, 2]", "not a Jupyter notebook"),
     (b'{"cells": [{"cell_type": "code", "source": 3}]}', "cell 1"),
     (b"\xff\xfe{}", "notebook is not UTF-8"),
+    # Older notebooks are told what they are, with or without cells in the v4 place.
+    (b'{"nbformat": 3, "cells": []}', "an nbformat 3 notebook: only nbformat 4 is read"),
+    (b'{"nbformat": 3, "nbformat_minor": 0, "worksheets": [{"cells": []}], "metadata": {}}',
+     "an nbformat 3 notebook: only nbformat 4 is read"),
+    (b'{"nbformat": 2, "worksheets": []}', "an nbformat 2 notebook"),
 ])
 def test_a_broken_notebook_gets_one_error_line(tmp_path, capsys, content, problem):
     path = tmp_path / "broken.ipynb"
