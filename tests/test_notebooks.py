@@ -94,7 +94,8 @@ def test_machine_formats_name_the_cell(tmp_path, capsys):
         == [(4, 8), (4, 9)]
 
     _, out, _ = lint(capsys, "--format", "github", str(path))
-    assert "line=8,col=18::" in out and "tutorial.ipynb:cell 4:8:18: DPR001" in out
+    # The diff cannot show a cell's line, so the message starts with the cell and the place in it.
+    assert "title=dp-rnn-lint (DPR001),file=" in out and ",line=8,col=18," in out and "::cell 4:8:18: self.rnn" in out
 
 
 def test_fix_rewrites_only_the_changed_cells_source(tmp_path, capsys):

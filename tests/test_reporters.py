@@ -260,11 +260,15 @@ def test_sarif_uri_of_a_file_with_odd_characters_in_its_name(project):
 def test_github_format_prints_one_error_annotation_per_finding(project):
     completed = run("--format", "github", "model.py", "head.py", cwd=project)
     assert completed.returncode == 1
+    # The title names the code and the properties the place: the message is the message alone. The end
+    # is the column after the call's closing parenthesis, as the start is its first character's.
+    lines = BUGGY.splitlines()
+    lstm_end, pad_end = lines[11].rindex(")") + 2, lines[12].rindex(")") + 2
     assert completed.stdout.splitlines() == [
-        "::error title=dp-rnn-lint (DPR001),file=model.py,line=12,col=18::model.py:12:18: DPR001 self.lstm (nn.LSTM) "
-        "runs in the forward pass without self.lstm.flatten_parameters() before it: under DataParallel every replica's "
-        "RNN weights are non-contiguous and get copied on every call",
-        "::error title=dp-rnn-lint (DPR002),file=model.py,line=13,col=18::model.py:13:18: DPR002 "
+        f"::error title=dp-rnn-lint (DPR001),file=model.py,line=12,col=18,endLine=12,endColumn={lstm_end}::self.lstm "
+        "(nn.LSTM) runs in the forward pass without self.lstm.flatten_parameters() before it: under DataParallel every "
+        "replica's RNN weights are non-contiguous and get copied on every call",
+        f"::error title=dp-rnn-lint (DPR002),file=model.py,line=13,col=18,endLine=13,endColumn={pad_end}::"
         + json.loads(run("--format", "json", "model.py", cwd=project).stdout)[1]["message"],
     ]
 
@@ -296,7 +300,7 @@ def test_github_annotation_escapes_a_file_name_with_comma_and_percent(project):
     lines = run("--format", "github", "model,v2 100%.py", cwd=project).stdout.splitlines()
     assert len(lines) == 2
     assert lines[0].startswith(
-        "::error title=dp-rnn-lint (DPR001),file=model%2Cv2 100%25.py,line=12,col=18::model,v2 100%25.py:12:18: DPR001 "
+        "::error title=dp-rnn-lint (DPR001),file=model%2Cv2 100%25.py,line=12,col=18,endLine=12,"
     )
 
 

@@ -1,8 +1,10 @@
 """GitHub Actions workflow commands: one `::error` annotation per finding, which GitHub shows on the
-file and line of a pull request's diff, in the style of ruff's `--output-format github`:
+file and line of a pull request's diff:
 
-    ::error title=dp-rnn-lint (DPR001),file=model.py,line=12,col=18::model.py:12:18: DPR001 message
+    ::error title=dp-rnn-lint (DPR001),file=model.py,line=12,col=18,endLine=12,endColumn=27::message
 
+The title carries the code and the properties the place, so the message is the message alone (a
+notebook's finding starts with its cell and place in it, `cell 4:8:18: `, which the diff cannot show).
 A file that could not be linted gets an `::error` on the file, a skipped one a `::notice`.
 """
 
@@ -11,7 +13,8 @@ from __future__ import annotations
 from typing import Sequence, TextIO, Tuple
 
 from ..engine import FileResult
-from .text import finding_line, located_problem
+from ..escaping import printable
+from .text import located_problem
 
 TOOL_NAME = "dp-rnn-lint"
 
@@ -34,13 +37,16 @@ def workflow_command(command: str, properties: Sequence[Tuple[str, str]], messag
 def report_github(results: Sequence[FileResult], out: TextIO) -> None:
     for result in results:
         for finding in result.findings:
-            properties = (
+            properties = [
                 ("title", f"{TOOL_NAME} ({finding.code})"),
                 ("file", finding.path),
                 ("line", str(finding.line)),
                 ("col", str(finding.col)),
-            )
-            out.write(workflow_command("error", properties, finding_line(finding)))
+            ]
+            if finding.end_line is not None and finding.end_col is not None:
+                properties += [("endLine", str(finding.end_line)), ("endColumn", str(finding.end_col))]
+            cell = f"cell {finding.cell}:{finding.line}:{finding.col}: " if finding.cell is not None else ""
+            out.write(workflow_command("error", properties, cell + printable(finding.message)))
         for command, text in (("error", result.problem), ("notice", result.note)):
             if text:
                 out.write(workflow_command(command, (("title", TOOL_NAME), ("file", result.path)),
