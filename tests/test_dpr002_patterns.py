@@ -589,3 +589,31 @@ def test_a_submodule_in_another_file_is_followed(tmp_path):
     assert main(["--no-cache", "--select", "DPR002", "--quiet", str(tmp_path)]) == 0
     (tmp_path / "crf.py").write_text((tmp_path / "crf.py").read_text().replace(".sum(1)", ""))
     assert main(["--no-cache", "--select", "DPR002", "--quiet", str(tmp_path)]) == 1
+
+
+@pytest.mark.parametrize("packed_input, measured", [
+    ("x", "pass total_length=x.size(1)"),
+    # An expression: the message names it as written, and says where the fix keeps it.
+    ("self.embed(x)", "pass total_length=self.embed(x).size(1) (the fix first stores `self.embed(x)` in a new "
+                      "local, `padded`)"),
+])
+def test_the_message_names_what_to_measure_in_the_users_own_code(packed_input, measured):
+    source = f"""
+import torch.nn as nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(10, 4)
+        self.lstm = nn.LSTM(4, 4, batch_first=True)
+
+    def forward(self, x, lengths):
+        self.lstm.flatten_parameters()
+        packed = pack_padded_sequence({packed_input}, lengths.cpu(), batch_first=True)
+        out, _ = self.lstm(packed)
+        return pad_packed_sequence(out, batch_first=True)[0]
+"""
+    [message] = messages(source, "DPR002")
+    assert message.endswith(measured)
+    assert "padded.size" not in message

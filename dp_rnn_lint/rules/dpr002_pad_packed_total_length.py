@@ -302,8 +302,8 @@ class PadPackedTotalLength(Rule):
                 f"batch_first=True, else .size(0)), measured before packing ({outcome}, so no fix is offered)"
             )
             return Violation(self.code, message + advice + note, event.call)
-        size_expr, edits, rebound = outcome
-        advice = f"; pass total_length={size_expr}" + (" measured before it is packed" if rebound else "")
+        measured, edits, rebound = outcome  # what to measure, in the user's own code
+        advice = f"; pass total_length={measured}" + (" measured before it is packed" if rebound else "")
         # Unsafe: on one device the padded length changes when inputs are padded past the batch maximum.
         return Violation(self.code, message + advice + note, event.call, Fix(edits, safe=False))
 
@@ -419,6 +419,10 @@ class PadPackedTotalLength(Rule):
             edits += [InsertBeforeStatement(statement, ((0, f"{local} = {_on_one_line(code)}"),)),
                       ReplaceExpression(padded, local, code.strip())]
             padded_name, rebound = local, False
+            # The message names the user's own expression: `padded` exists only once the fix has run.
+            shown = _on_one_line(code).strip()
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            stored = f" (the fix first stores `{shown}` in a new local, `{local}`)"
         else:
             padded_name, rebound = padded.value, flow.rebound_between(padded.value, pack_seq, pad_seq)
         measure_at = statement
@@ -429,8 +433,9 @@ class PadPackedTotalLength(Rule):
             if before_cut is not statement:
                 measure_at, rebound = before_cut, True
         size_expr = f"{padded_name}.size({dimension})"
+        advice = f"{shown}.size({dimension}){stored}" if not isinstance(padded, cst.Name) else size_expr
         if not rebound and outer is None:
-            return size_expr, (*edits, AppendKeywordArgument(event.call, "total_length", size_expr)), False
+            return advice, (*edits, AppendKeywordArgument(event.call, "total_length", size_expr)), False
         if statement is None:
             return "no line can go just before the pack_padded_sequence() call (it shares its line or is in an elif)"
         total = fresh_name("total_length", taken)
@@ -439,7 +444,7 @@ class PadPackedTotalLength(Rule):
         # After the hoisted input, before the pack statement: the same statement gets both lines, in order.
         edits.append(InsertBeforeStatement(measure_at, ((0, f"{total} = {size_expr}"),)))
         edits.append(AppendKeywordArgument(event.call, "total_length", total))
-        return size_expr, _merged(edits), True
+        return advice, _merged(edits), True
 
 
 def _before_cuts(flow: FunctionFlow, padded: cst.Name, statement: cst.CSTNode, parents: Dict[int, cst.CSTNode]) -> cst.CSTNode:
