@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -159,3 +160,25 @@ def test_index_share_script_quick_run_writes_its_table(tmp_path):
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     assert len(cells) == 10 and cells[8].endswith("%")
     assert str(ROOT) not in text
+
+
+def test_findings_diff_sees_no_change_on_the_same_tree_and_every_changed_verdict(tmp_path):
+    script = ROOT / "benchmarks" / "findings_diff.py"
+    tree = tmp_path / "tagger_project"
+    import shutil
+    shutil.copytree(ROOT / "fixtures" / "projects" / "tagger_project", tree)
+    saved = tmp_path / "before.json"
+    run = lambda *args: subprocess.run([sys.executable, str(script), *args, str(tree)], capture_output=True,  # noqa: E731
+                                       text=True, timeout=300)
+    assert run("--save", str(saved)).returncode == 0
+    same = run("--against", str(saved))
+    assert same.returncode == 0 and same.stdout.startswith("0 differences"), same.stdout
+    # A compaction added by hand removes one finding: reported as gone, in both scopes where it was.
+    model = tree / "tagger" / "encoders.py"
+    line = "        outputs, _ = self.rnn(embedded)  # expect: DPR001\n"
+    before = json.loads(saved.read_text())
+    model.write_text(model.read_text().replace(line, "        self.rnn.flatten_parameters()\n" + line, 1))
+    changed = run("--against", str(saved))
+    assert changed.returncode == 1
+    assert any(line.startswith("- ") and "DPR001" in line for line in changed.stdout.splitlines()), changed.stdout
+    assert sum(map(len, before.values())) > 0
