@@ -47,6 +47,10 @@ MODEL = """
         def __init__(self):
             super().__init__()
             self.encoder = Encoder()
+
+        @classmethod
+        def from_config(cls, config):
+            return cls(**config)
 """
 
 
@@ -129,12 +133,13 @@ def test_factory_in_a_package_with_relative_imports_and_bases_in_another_file(tm
 
 
 @pytest.mark.parametrize("train, reason", [
-    ("import torch.nn as nn\n\ndef wrap(model):\n    return nn.DataParallel(model)\n", "cannot be followed"),
+    ("import torch.nn as nn\n\ndef wrap(model):\n    return nn.DataParallel(model)\n",
+     "`model` comes from a parameter whose callers are not followed"),
     ("import torch.nn as nn\nimport torchvision\nnet = nn.DataParallel(torchvision.models.resnet18())\n",
-     "function of another package"),
-    ("import torch.nn as nn\nnet = nn.DataParallel(load_model())\n", "not defined or imported"),
+     "`torchvision.models.resnet18()` is what a function of another package returns"),
+    ("import torch.nn as nn\nnet = nn.DataParallel(load_model())\n", "`load_model()` uses a name that is neither defined"),
     ("import torch.nn as nn\nfrom model import missing_factory\nnet = nn.DataParallel(missing_factory())\n",
-     "not found in model.py"),
+     "`missing_factory()` uses a name that is neither defined nor imported"),
 ])
 def test_wraps_that_cannot_be_resolved_are_recorded_with_why(tmp_path, monkeypatch, train, reason):
     monkeypatch.chdir(tmp_path)
@@ -408,3 +413,14 @@ def test_what_callers_hand_a_class_leaves_the_index_typed():
     assert context.handed_in("Encoder") == {
         "rnn": frozenset({("instance", RnnKind.LSTM), ("class", RnnKind.GRU), ("instance", RnnKind.GRU)})}
     assert context.handed_in("Other") == {"0": frozenset({("class", RnnKind.RNN)})}
+
+
+def test_a_wrap_of_an_attribute_the_method_replaces_wraps_what_it_held_before(tmp_path):
+    # `self.model = nn.DataParallel(self.model)`: the wrap sees the value set before it, not itself.
+    train = ("import torch.nn as nn\nfrom model import Tagger\n\nclass Trainer:\n    def __init__(self):\n"
+             "        self.model = self.build()\n        self.model = nn.DataParallel(self.model)\n\n"
+             "    def build(self):\n        return Tagger()\n")
+    index = build_index(write_project(tmp_path, {"model.py": MODEL, "train.py": train}))
+    assert index.unresolved == []
+    assert names(index.direct) == {"Tagger"}
+    assert names(index.wrapped) == {"Tagger", "Encoder"}

@@ -84,6 +84,10 @@ class Evaluator:
         self._before_rebuild: Dict[Tuple[ProjectClass, str], Values] = {}
 
     # -- files ------------------------------------------------------------------------------------------
+    def adopt(self, path: str, tree: ast.Module) -> None:
+        """Bind a file from a tree already parsed (a notebook's Python view, text not on disk)."""
+        self._own[os.path.abspath(path)] = bind_file(os.path.abspath(path), tree)
+
     def summary(self, path: str) -> Optional[FileSummary]:
         path = os.path.abspath(path)
         return self._own.get(path) or _bound_from_disk(path)
@@ -249,6 +253,13 @@ class Evaluator:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or binding.name is None:
             return frozenset({Unknown(Why.PARAMETER)}) | default
         owner = ProjectClass(function.path, function.owner_class) if function.owner_class else None
+        first = [*node.args.posonlyargs, *node.args.args][:1]
+        if _is_classmethod(node) and first and first[0].arg == binding.name and "." in function.qualname:
+            # A classmethod's first parameter is the class it is called on (`cls(**config)` builds one).
+            summary = self.summary(function.path)
+            defining = function.qualname.rsplit(".", 1)[0]
+            if summary is not None and defining in summary.classes:
+                return frozenset({receiver or ProjectClass(function.path, defining)})
         if owner is not None and receiver is not None and receiver != owner:
             calls = self._calls_from_override(owner, node.name, receiver)
             if calls:
@@ -469,6 +480,31 @@ class Evaluator:
         if grown:
             found = {Container(v.kind, v.members | grown, None) if isinstance(v, Container) else v for v in found}
         return frozenset(found)
+
+    def values_where(self, expr: ast.AST, scope: Scope, receiver: Optional[ProjectClass], line: int) -> Values:
+        """What `expr` is where the statement at `line` of `scope` runs: a `self.<attr>` that this method set
+        before that line is what it set there, whatever it stores in the attribute later
+        (`self.model = self.build(); self.model = nn.DataParallel(self.model)` wraps what `build` made)."""
+        saved = {}
+        for node in ast.walk(expr):
+            attr = self_attribute(node, scope.self_name)
+            info = self.class_info(receiver) if receiver is not None and attr is not None else None
+            if info is None or (receiver, attr) in saved:
+                continue
+            earlier = [(value, where, positions) for value, where, positions in info.self_assigned.get(attr, ())
+                       if where is scope and getattr(value, "lineno", line) < line]
+            if earlier:
+                saved[(receiver, attr)] = self._before_rebuild.get((receiver, attr))
+                self._before_rebuild[(receiver, attr)] = self._union(
+                    self._unpacked(self.values(value, where, receiver), positions) for value, where, positions in earlier[-1:])
+        try:
+            return self.values(expr, scope, receiver)
+        finally:
+            for key, previous in saved.items():
+                if previous is None:
+                    self._before_rebuild.pop(key, None)
+                else:
+                    self._before_rebuild[key] = previous
 
     def _unpacked(self, values: Values, positions: Tuple[int, ...]) -> Values:
         for position in positions:
@@ -1060,6 +1096,10 @@ def _moves_itself(value: ast.AST, name: str) -> bool:
     """`rnn = rnn.to(device)`: the same module, moved or cast."""
     moved = without_device_moves(value)
     return isinstance(moved, ast.Name) and moved.id == name
+
+
+def _is_classmethod(node: ast.AST) -> bool:
+    return any(isinstance(decorator, ast.Name) and decorator.id == "classmethod" for decorator in node.decorator_list)
 
 
 def _reaching(bindings: List[Binding], use: Optional[ast.AST]) -> List[Binding]:

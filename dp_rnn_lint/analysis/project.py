@@ -31,7 +31,7 @@ from ..notebooks import cell_starts, in_cell, is_notebook
 from .ast_walk import child_nodes
 from .screen import may_inherit_text
 from .torch_names import MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, canonical, is_module_base, rnn_kind
-from .values import RnnKind
+from .values import RnnKind, Why
 
 # What DataParallel is called under torch's public spellings; the function form takes the module first too.
 DATA_PARALLEL_NAMES = frozenset({
@@ -851,6 +851,7 @@ class IndexBuilder:
         self._calling: Optional[Dict[str, List[str]]] = None  # class-like name -> the files calling it
         # Each wrapped class's file's self-attribute names, and the files mentioning each name (state rules)
         self._wrap_files: Dict[str, Set[str]] = {}  # the built index's wrap_files
+        self._evaluated_wraps: Optional["_EvaluatedWraps"] = None
         self._self_names: Dict[str, Set[str]] = {}
         self._mentions: Optional[Dict[str, Set[str]]] = None
         for key in self.paths:
@@ -1095,29 +1096,6 @@ class IndexBuilder:
             return "external", qualified  # a class of another package: no class of ours runs in it
         return "unknown", f"`{qualified}` is a function of another package; what it returns is unknown"
 
-    def classes_of(self, file: str, name: Optional[str], depth: int = 0) -> Tuple[List[ClassKey], Optional[str]]:
-        """The project classes a value built by calling `name` in `file` can be; the reason when unknown."""
-        if name is None:
-            return [], "the wrapped value cannot be followed (a parameter, a subscript or a call on an object)"
-        kind, found = self.resolve(file, name, depth)
-        if kind == "class":
-            return [found], None
-        if kind == "external":
-            return [], None
-        if kind == "function":
-            function_file, function = found
-            returns = self.summary(function_file)["functions"][function]["returns"]
-            if not returns:
-                return [], f"`{name}` returns nothing this linter can follow"
-            classes: List[ClassKey] = []
-            for ref in returns:
-                more, why = self.classes_of(function_file, ref, depth + 1) if depth < _MAX_DEPTH else ([], "too deep")
-                if why:
-                    return [], f"`{name}` returns a value that cannot be followed ({why})"
-                classes.extend(more)
-            return classes, None
-        return [], found
-
     def rnn_built_by(self, file: str, name: str, depth: int = 0) -> Optional[Tuple[str, str]]:
         """(kind, "path:function") when calling `name` in `file` runs a function of the project whose every
         return is a torch RNN (directly, or through more such functions); None otherwise."""
@@ -1144,9 +1122,6 @@ class IndexBuilder:
             return None
         where = f"{shown_path(self.paths.get(function_file, function_file))}:{function}"
         return " or ".join(dict.fromkeys(kinds)), where
-
-    def is_module_class(self, key: ClassKey) -> bool:
-        return self.module_status(key) == MODULE
 
     def module_status(self, key: ClassKey, depth: int = 0) -> str:
         """MODULE when the class's bases lead to nn.Module through any file of the project, PLAIN when
@@ -1416,12 +1391,7 @@ class IndexBuilder:
                     built = self.rnn_built_by(key, ref) if ref is not None else None
                     if built is not None:
                         index.rnn_factories.setdefault(key, []).append((ref, *built))
-                for ref in wrap["refs"] or [UNKNOWN]:
-                    found, why = self.classes_of(key, ref)
-                    if why:
-                        reason = why
-                        break
-                    targets.extend(found)
+                targets, reason = self._evaluated.targets(key, wrap)
                 if reason:
                     index.unresolved.append(UnresolvedWrap(site, reason))
                     continue
@@ -1433,6 +1403,12 @@ class IndexBuilder:
         self._wrap_files = index.wrap_files
         return index
 
+    @property
+    def _evaluated(self) -> "_EvaluatedWraps":
+        if self._evaluated_wraps is None:
+            self._evaluated_wraps = _EvaluatedWraps(self)
+        return self._evaluated_wraps
+
     def _reach(self, start: ClassKey, site: WrapSite, index: ProjectIndex, wrap_file: str) -> None:
         """The class, its submodules and bases, and theirs, all run on the replicas of this wrap."""
         stack = [start]
@@ -1442,13 +1418,117 @@ class IndexBuilder:
             if key in index.wrapped:
                 continue
             index.wrapped[key] = site
-            file, name = key
-            info = self.summary(file)["classes"].get(name)
-            if info is None:
-                continue
-            for ref in info["calls"] + [base for base in info["bases"] if base]:
-                found, _ = self.classes_of(file, ref)
-                stack.extend(k for k in found if k not in index.wrapped and self.is_module_class(k))
+            stack.extend(k for k in self._evaluated.held_and_bases(key) if k not in index.wrapped)
+
+
+# Why a wrapped value is not followed, said of the wrap's argument.
+_UNFOLLOWED = {
+    Why.PARAMETER: "comes from a parameter whose callers are not followed",
+    Why.OTHER_CALLERS: "comes from a parameter whose callers are not followed",
+    Why.EXTERNAL_CALL: "is what a function of another package returns, which is unknown",
+    Why.UNRESOLVED: "uses a name that is neither defined nor imported",
+    Why.TOO_DEEP: "takes too many steps to follow",
+    Why.RUNTIME_STRING: "is chosen by a string known only at run time",
+    Why.UNSUPPORTED: "is an expression the evaluator does not model",
+}
+
+
+class _EvaluatedWraps:
+    """What a DataParallel call of the project wraps, and what then runs on the replicas, as the evaluator
+    says: the module argument's values (names through scopes and imports, factories' returns, `.cuda()`),
+    and from each wrapped class its project bases and the module classes its attributes hold."""
+
+    def __init__(self, builder: "IndexBuilder") -> None:
+        from .evaluator import Evaluator
+
+        self._builder = builder
+        self.evaluator = Evaluator()
+        self._bound: Set[str] = set()
+
+    def _summary(self, key: str):
+        """The file's bindings, from the index's own bytes (a notebook's Python view, text not on disk)."""
+        path = os.path.abspath(self._builder.paths.get(key, key))
+        if key not in self._bound:
+            self._bound.add(key)
+            try:
+                self.evaluator.adopt(path, ast.parse(self._builder._read(key)))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return None
+        return self.evaluator.summary(path)
+
+    def targets(self, key: str, wrap: dict) -> Tuple[List[ClassKey], Optional[str]]:
+        """The project classes the wrap's module can be; the reason when it may be something unknown."""
+        summary = self._summary(key)
+        call = _call_at(summary.tree, wrap["line"], wrap["col"], self._builder._read(key)) if summary else None
+        if call is None:
+            return [], "the wrapped value cannot be followed (the call is not found again)"
+        target = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else next(
+            (keyword.value for keyword in call.keywords if keyword.arg == "module"), None)
+        if target is None:
+            return [], "the wrapped value cannot be followed (no module argument)"
+        from .values import Instance, ProjectClass, Unknown
+
+        scope = scope_at(summary, call)
+        receiver = next((ProjectClass(summary.path, info.qualname) for info in summary.classes.values()
+                         if scope.node in info.methods.values()), None)
+        try:
+            values = self.evaluator.values_where(target, scope, receiver, call.lineno)
+        except RecursionError:
+            return [], "the wrapped value cannot be followed (nested too deeply)"
+        unknown = sorted((value.why for value in values if isinstance(value, Unknown)), key=lambda why: why.name)
+        if unknown or not values:
+            shown = ast.unparse(target)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            return [], f"`{shown}` {_UNFOLLOWED[unknown[0] if unknown else Why.UNSUPPORTED]}"
+        return sorted({(_path_key(value.of.path), value.of.qualname) for value in values
+                       if isinstance(value, Instance) and isinstance(value.of, ProjectClass)}), None
+
+    def held_and_bases(self, key: ClassKey) -> List[ClassKey]:
+        """The project bases of a class and the project module classes its attributes hold."""
+        from .values import Container, Instance, ProjectClass
+
+        cls = ProjectClass(os.path.abspath(self._builder.paths.get(key[0], key[0])), key[1])
+        if self._summary(key[0]) is None and self.evaluator.summary(cls.path) is None:
+            return []
+        found: Set[ProjectClass] = set()
+        try:
+            found.update(base for base in self.evaluator.mro(cls)[1:] if isinstance(base, ProjectClass))
+            info = self.evaluator.class_info(cls)
+            for owner in [cls, *found]:
+                owner_info = info if owner == cls else self.evaluator.class_info(owner)
+                for attr in (owner_info.self_assigned if owner_info is not None else ()):
+                    pending = list(self.evaluator.assigned_values(cls, attr))
+                    while pending:
+                        value = pending.pop()
+                        if isinstance(value, Container):
+                            pending.extend(value.members)
+                        elif (isinstance(value, Instance) and isinstance(value.of, ProjectClass)
+                              and self.evaluator.is_module_class(value.of)):
+                            found.add(value.of)
+        except RecursionError:
+            pass
+        return sorted((_path_key(found_cls.path), found_cls.qualname) for found_cls in found)
+
+
+def scope_at(summary, node: ast.AST):
+    """The innermost function or class scope of a file's bindings holding a node (the module's else)."""
+    found, line = summary.module_scope, getattr(node, "lineno", 0)
+    for scope in summary.scopes.values():
+        definition = scope.node
+        if (definition.lineno <= line <= (definition.end_lineno or 0)
+                and (found.kind == "module" or definition.lineno >= found.node.lineno)):
+            found = scope
+    return found
+
+
+def _call_at(tree: ast.Module, line: int, col: int, data: bytes) -> Optional[ast.Call]:
+    """The call starting at a line and 1-based character column (as the summaries record wrap sites)."""
+    lines = data.splitlines()
+    text = lines[line - 1] if 0 < line <= len(lines) else b""
+    starting = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and node.lineno == line
+                and len(text[:node.col_offset].decode("utf-8", "replace")) + 1 == col]
+    # `nn.DataParallel(model).cuda()` starts where the wrap does: the innermost call is the wrap.
+    return min(starting, key=lambda node: ((node.end_lineno or 0), node.end_col_offset or 0), default=None)
 
 
 def index_cache_file(cache_dir: Optional[Path], anchor: str) -> Optional[Path]:
