@@ -26,6 +26,7 @@ import ast
 import datetime
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -131,6 +132,8 @@ def materialise(mirrors: Path, repository: dict, work: Path) -> Path:
 
 
 UNREADABLE: Dict[str, int] = {}  # tree -> files the linter could not read or parse there
+UNPARSABLE: Dict[str, set] = {}  # tree -> the paths among those that Python 3 cannot parse
+_CANNOT_PARSE = re.compile(r"^error: (.+?):\d+:\d+: cannot parse")
 
 
 def lint(tree: Path) -> Tuple[List[dict], float]:
@@ -150,6 +153,8 @@ def lint(tree: Path) -> Tuple[List[dict], float]:
     if findings is None or done.returncode not in (0, 1):
         raise SystemExit(f"error: dp-rnn-lint failed in {tree} (exit {done.returncode}):\n{done.stderr}")
     UNREADABLE[str(tree)] = sum(1 for line in done.stderr.splitlines() if line.strip())
+    UNPARSABLE[str(tree)] = {match.group(1).replace(os.sep, "/").removeprefix("./")
+                             for match in map(_CANNOT_PARSE.match, done.stderr.splitlines()) if match}
     for finding in findings:
         finding["path"] = finding["path"].replace(os.sep, "/")
     return findings, elapsed
@@ -337,7 +342,8 @@ def ratio(part: int, whole: int) -> str:
 
 def report(manifest: dict, per_rule: dict, timings: Dict[str, float], mirrors_note: str,
            fixes: Dict[str, dict], findings_by_repo: Dict[str, List[dict]], unreadable: Dict[str, int],
-           first_contact: dict) -> str:
+           first_contact: dict, unparsable: Dict[str, set] = None) -> str:
+    unparsable = unparsable or {}
     labels = manifest["labels"]
     repos = sorted({label["repo"] for label in labels})
     lines = ["# The real-world corpus: results", "",
@@ -400,7 +406,9 @@ def report(manifest: dict, per_rule: dict, timings: Dict[str, float], mirrors_no
         if not listed:
             lines.append("None.")
         for rule, label in listed:
-            lines.append(f"- {rule} {label['repo']} `{location(label)}`: {label['reason']}")
+            # A finding there needs a parse: say so where the file is one Python 3 cannot parse.
+            note = " (not linted: Python 3 cannot parse the file)" if label["path"] in unparsable.get(label["repo"], ()) else ""
+            lines.append(f"- {rule} {label['repo']} `{location(label)}`{note}: {label['reason']}")
     lines += ["", "## Findings at unlabelled locations", ""]
     unlabelled = [item for counts in per_rule.values() for item in counts["unlabelled"]]
     if not unlabelled:
@@ -450,8 +458,10 @@ def main(argv: Sequence[str] = None) -> int:
     per_rule = score(manifest, findings_by_repo)
     unreadable = {repository["repo"]: UNREADABLE.get(str(materialise(args.mirrors, repository, args.work)), 0)
                   for repository in manifest["repositories"]}
+    unparsable = {repository["repo"]: UNPARSABLE.get(str(materialise(args.mirrors, repository, args.work)), set())
+                  for repository in manifest["repositories"]}
     text = report(manifest, per_rule, timings, f"dp-rnn-lint from this checkout, {len(manifest['repositories'])} trees",
-                  fixes, findings_by_repo, unreadable, first_contact)
+                  fixes, findings_by_repo, unreadable, first_contact, unparsable)
     if args.no_write:
         sys.stdout.write(text)
     else:
