@@ -164,7 +164,13 @@ def build_verify_parser() -> argparse.ArgumentParser:
         "file: it is the only dp-rnn-lint command that executes user code. Needs torch "
         "(pip install 'dp-rnn-lint[harness]').",
     )
-    parser.add_argument("file", metavar="FILE", help="Python file defining the model and input factories")
+    parser.add_argument("file", metavar="FILE", nargs="?", help="Python file defining the model and input factories")
+    parser.add_argument("--template", action="store_true",
+                        help="print a commented FILE to fill in (make_model, make_inputs) and exit: "
+                        "dp-rnn-lint verify --template > check_my_model.py")
+    parser.add_argument("--skip-package-init", action="store_true",
+                        help="import FILE (in a package) without running the __init__.py of its packages: for a "
+                        "package whose __init__ imports what the model does not need")
     parser.add_argument("--model-factory", default="make_model", metavar="NAME",
                         help="function returning the nn.Module (default: make_model)")
     parser.add_argument("--inputs-factory", default="make_inputs", metavar="NAME",
@@ -210,7 +216,17 @@ def rule(argv: Sequence[str]) -> int:
 
 
 def verify(argv: Sequence[str]) -> int:
-    args = build_verify_parser().parse_args(argv)
+    parser = build_verify_parser()
+    args = parser.parse_args(argv)
+    if args.template:
+        from .verify_template import TEMPLATE  # printed without torch: the file is filled in first
+
+        sys.stdout.write(TEMPLATE)
+        return EXIT_CLEAN
+    if args.file is None:
+        parser.print_usage(sys.stderr)
+        sys.stderr.write("dp-rnn-lint verify: error: give FILE, or --template to write one\n")
+        return EXIT_USAGE
     if args.replicas < 2:
         # One replica is the module itself: nothing is split or gathered, so "ok" would prove nothing.
         sys.stderr.write("dp-rnn-lint verify: error: --replicas must be at least 2 (one replica splits nothing)\n")
@@ -228,7 +244,8 @@ def verify(argv: Sequence[str]) -> int:
         sys.stderr.write(f"dp-rnn-lint verify: error: --device {args.device}: {error}\n")
         return EXIT_USAGE
     try:
-        model, inputs, kwargs = load_model_and_inputs(args.file, args.model_factory, args.inputs_factory)
+        model, inputs, kwargs = load_model_and_inputs(args.file, args.model_factory, args.inputs_factory,
+                                                      skip_package_init=args.skip_package_init)
     except LoadProblem as problem:
         sys.stderr.write(f"error: {printable(args.file)}: {printable(str(problem))}\n")
         return EXIT_USAGE

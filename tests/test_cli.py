@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import FIXTURES
+
 BUGGY = """\
 import torch.nn as nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
@@ -532,3 +534,44 @@ def test_show_fixes_keeps_json_output_parseable(project):
     result = run("--fix", "--unsafe-fixes", "--show-fixes", "--format", "json", "model.py", cwd=project)
     assert json.loads(result.stdout) == []
     assert "Fixed 2 errors:" in result.stderr
+
+
+def test_verify_template_filled_with_a_model_fails_before_the_fix_and_passes_after(tmp_path):
+    # The template, filled in as a user would: the model's import and constructor, nothing else. The
+    # model's package runs code in its __init__.py that the check cannot import (an optional dependency).
+    template = run("verify", "--template", cwd=tmp_path)
+    assert template.returncode == 0 and template.stderr == ""
+    compile(template.stdout, "check_my_model.py", "exec")
+    package = tmp_path / "my_project"
+    package.mkdir()
+    (package / "__init__.py").write_text("import an_optional_dependency_nobody_installed  # noqa: F401\n")
+    (package / "models.py").write_text((FIXTURES / "DPR002" / "faq_lstm_batch_first.py").read_text()
+                                       + "\n\nMyModel = PackedLSTMRegressor\n")
+    (tmp_path / "check_my_model.py").write_text(template.stdout)
+    blocked = run("verify", "check_my_model.py", cwd=tmp_path)
+    assert blocked.returncode == 2 and "an_optional_dependency_nobody_installed" in blocked.stderr
+    before = run("verify", "--skip-package-init", "check_my_model.py", cwd=tmp_path)
+    assert before.returncode == 1, before.stdout + before.stderr
+    assert "Gather got an input of invalid size" in before.stdout
+    run("--fix", "--unsafe-fixes", "my_project/models.py", cwd=tmp_path)
+    after = run("verify", "--skip-package-init", "check_my_model.py", cwd=tmp_path)
+    assert after.returncode == 0, after.stdout + after.stderr
+    assert after.stdout.strip().endswith("ok")
+
+
+def test_verify_skips_the_init_of_the_package_a_file_is_in(project):
+    package = project / "models"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise ImportError('this package needs a GPU build of something')\n")
+    (package / "inputs.py").write_text(RUNNABLE_TAIL.split("def make_inputs")[1].join(["def make_inputs", ""]))
+    (package / "encoder.py").write_text(BUGGY + RUNNABLE_TAIL.split("def make_inputs")[0] + "from .inputs import make_inputs  # noqa: E402\n")
+    assert run("verify", "models/encoder.py", cwd=project).returncode == 2
+    result = run("verify", "--skip-package-init", "models/encoder.py", cwd=project)
+    assert result.returncode == 1, result.stderr
+    assert "RNN submodule `lstm`" in result.stdout
+
+
+def test_verify_without_a_file_asks_for_one_or_the_template(project):
+    result = run("verify", cwd=project)
+    assert result.returncode == 2
+    assert "give FILE, or --template to write one" in result.stderr and "Traceback" not in result.stderr
