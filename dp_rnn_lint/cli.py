@@ -215,6 +215,19 @@ def rule(argv: Sequence[str]) -> int:
     return EXIT_CLEAN
 
 
+def serve(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="dp-rnn-lint server", description="Run the language server over "
+                                     "stdio: diagnostics and quick fixes in an editor (pip install 'dp-rnn-lint[server]').")
+    parser.parse_args(argv)
+    try:
+        from .server import main as serve_stdio
+    except ImportError as error:
+        sys.stderr.write(f"dp-rnn-lint server: error: the server needs pygls ({error}); "
+                         "pip install 'dp-rnn-lint[server]'\n")
+        return EXIT_USAGE
+    return serve_stdio()
+
+
 def verify(argv: Sequence[str]) -> int:
     parser = build_verify_parser()
     args = parser.parse_args(argv)
@@ -290,6 +303,8 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "verify":
         return verify(argv[1:])
+    if argv and argv[0] == "server":
+        return serve(argv[1:])
     if argv and argv[0] == "rule":
         return rule(argv[1:])
     parser = build_parser()
