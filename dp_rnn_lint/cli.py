@@ -61,7 +61,8 @@ class _LintParser(argparse.ArgumentParser):
         self.epilog = (
             f"rules:\n{listed}\n\nother commands:\n  dp-rnn-lint rule CODE     print a rule's documentation "
             "(`rule --all` lists them)\n  dp-rnn-lint verify FILE   run FILE's model under a DataParallel check "
-            "(imports and runs FILE; see `dp-rnn-lint verify --help`)\n\nexit status: 0 clean, "
+            "(imports and runs FILE; see `dp-rnn-lint verify --help`)\n  dp-rnn-lint server        a language server "
+            "over stdio, for editors (the `server` extra)\n\nexit status: 0 clean, "
             "1 findings remain or a file could not be linted, 2 usage error"
         )
         return super().format_help()

@@ -87,3 +87,31 @@ def test_the_configuration_example_is_accepted(tmp_path):
     shutil.copy(ROOT / "fixtures" / "DPR001" / "lstm_classifier.py", tmp_path / "model.py")
     done = shell("dp-rnn-lint --format concise model.py", tmp_path)
     assert done.returncode == 1 and "model.py:18:23: DPR001" in done.stdout, done.stderr
+
+
+def test_ci_runs_the_development_commands_as_written():
+    [block] = code_blocks(section("Development"))
+    ci = (ROOT / ".ci" / "run").read_text()
+    for line in block.strip().splitlines():
+        assert f"\n{line}\n" in ci, line
+
+
+def test_the_flake8_command_runs_as_written(tmp_path):
+    command = re.search(r"`(flake8 --select=DPR src/)`", section("flake8")).group(1)
+    (tmp_path / "src").mkdir()
+    shutil.copy(ROOT / "fixtures" / "DPR001" / "lstm_classifier.py", tmp_path / "src" / "model.py")
+    done = shell(command, tmp_path)
+    assert done.returncode == 1 and "src/model.py:18:23: DPR001" in done.stdout, done.stderr
+
+
+def test_the_install_command_installs_the_linter_without_torch(tmp_path):
+    [block] = code_blocks(section("Install"))
+    install = block.splitlines()[0].split("#")[0].strip()
+    assert install == "pip install -e ."
+    venv = tmp_path / "venv"
+    assert subprocess.run([sys.executable, "-m", "venv", str(venv)], timeout=120).returncode == 0
+    done = subprocess.run(f". {venv}/bin/activate && {install} --quiet --disable-pip-version-check && dp-rnn-lint --version"
+                          f" && python -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec(\"torch\") is not None)'",
+                          shell=True, cwd=ROOT, capture_output=True, text=True, timeout=300, executable="/bin/bash")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("dp-rnn-lint ")
