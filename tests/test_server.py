@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import queue
 import subprocess
 import sys
@@ -175,3 +177,17 @@ def test_the_server_reads_the_projects_settings_under_the_clients_options(tmp_pa
         assert [d["code"] for d in client.diagnostics(uri)] == codes
     finally:
         client.process.kill()
+
+
+@pytest.mark.skipif(shutil.which("nvim") is None, reason="Neovim is not installed (Debian's `neovim` package; .ci/run "
+                    "installs it where apt-get can)")
+def test_headless_neovim_shows_the_servers_diagnostics(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (tmp_path / "base.py").write_text(BASE)
+    (tmp_path / "model.py").write_text(MODEL)
+    script = Path(__file__).parent / "editors" / "neovim_smoke.lua"
+    done = subprocess.run(["nvim", "--headless", "-u", "NONE", "-c", f"luafile {script}"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "SMOKE_FILE": str(tmp_path / "model.py"), "SMOKE_PYTHON": sys.executable})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("6:18 DPR001 self.rnn (nn.LSTM) runs in the forward pass"), done.stdout + done.stderr
