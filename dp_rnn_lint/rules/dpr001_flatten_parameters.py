@@ -59,6 +59,13 @@ class Encoder(nn.Module):
         return out
 ```
 
+## Known problems
+A method of a submodule that another module's forward calls directly (`self.q_emb.forward_all(q)` rather
+than `self.q_emb(q)`) counts as part of the forward pass only when both classes are in one file and the
+outer class builds the submodule itself; an RNN kept by an object that is not a module (a helper stack
+the forward builds, as an RNNG parser's stack LSTM) is not followed. What counts as an RNN and the limits
+of the analysis every rule shares: docs/limits.md.
+
 ## Fix safety
 Safe. The fix inserts `self.<rnn>.flatten_parameters()` as the first statement of the method that
 runs the RNN (a loop over the members for an `nn.ModuleList`; guarded by `if self.<rnn> is not None:`

@@ -67,6 +67,16 @@ By default only lengths the code shows to be a tensor are reported (annotated as
 reported only with `--preview`: on code outside the labelled corpus most such parameters were lists the
 callers build in other files (benchmarks/review.tsv), which `pack_padded_sequence` takes on the CPU.
 
+## Known problems
+DPR003 follows lengths back to a parameter of `forward` through assignments, tensor methods
+(`mask.sum(1)`, `lengths.long()`), comparisons, arithmetic and torch functions that keep the device
+(`(tokens != pad).sum(1)`, `(lengths + 1) // 2`, `torch.div`, `torch.clamp`), closures defined in
+`forward` and the arguments of helper methods `forward` calls; lengths that come from an attribute of an
+object (`batch.lengths`), a free function, an augmented assignment (`lengths -= 1`) or arithmetic
+between two parameters are not followed. A module that nothing wraps or builds as a root is judged by
+what the classes holding it (in any file) pass its `forward`: lists or `.cpu()` lengths from every one
+of them are not flagged; callers that are scripts or functions rather than classes are not read.
+
 ## Fix safety
 The fix appends `.cpu()` to the lengths argument. On a tensor already on the CPU, `.cpu()` returns
 the tensor itself, so on one device nothing changes. It is safe when the parameter is known to be a

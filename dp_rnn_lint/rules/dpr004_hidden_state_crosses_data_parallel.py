@@ -72,6 +72,13 @@ class Tagger(nn.Module):
 model = nn.DataParallel(Tagger())
 ```
 
+## Known problems
+DPR004 looks at RNN submodules the wrapped class runs in its own `forward`; a hidden state returned by a
+submodule (`_, h = self.encoder(x)`) and then returned again is not followed. As roots it considers only
+classes whose own body builds something named like an RNN (`nn.LSTM`, `PackedLSTM`), and a module kept
+as `self.encoder = Encoder()` in a plain class and later handed on as `self.encoder` is not followed
+(the class stays a root).
+
 ## Fix safety
 No fix is offered: moving the batch dimension changes what callers pass and receive, so every caller
 must change with it. The message names the wrap site that makes the class a DataParallel target, or

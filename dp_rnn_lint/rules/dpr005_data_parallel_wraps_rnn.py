@@ -52,6 +52,11 @@ class Encoder(nn.Module):
 encoder = nn.DataParallel(Encoder())
 ```
 
+## Known problems
+DPR005 asks the evaluator what the wrapped module is (a constructor call, a name bound to one, what a
+function of any file of the project returns, an RNN attribute of the enclosing class) and reports it
+when it is a torch RNN on every path; a factory that returns an RNN only on some paths is not reported.
+
 ## Fix safety
 No fix is offered: the RNN must move into a module of its own (or the wrap must move to the module that
 holds it), which changes the model's structure and the names of its saved weights.

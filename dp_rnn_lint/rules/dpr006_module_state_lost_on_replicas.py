@@ -73,10 +73,17 @@ reported although the replica keeps it for the whole call, and caches recomputed
 reported as state. It stays in preview until its reviewed precision reaches 0.9.
 
 ## Known problems
-A forward inherited from a base class in another file is not read: state that the base's methods carry
-(ELMo's `_EncoderBase._update_states`) is not found. Paths are merged, not followed one by one: a write
-made under `if self.stateful and self.state is None:` and always replaced under a later
-`if self.stateful:` is reported with the write that replaces it.
+State a module carries between the calls its holder makes within one forward (an attention or cell
+module stepped in a loop and reset by the holder's `init_states()`) is reported, although the replica
+keeps it for the whole top-level call. A forward inherited from a base class in another file is not
+read: state that the base's methods carry (ELMo's `_EncoderBase._update_states`) is not found. Paths are
+merged, not followed one by one: a write made under `if self.stateful and self.state is None:` and
+always replaced under a later `if self.stateful:` is reported with the write that replaces it. In a
+class a wrap resolves to, an attribute nothing but the forward path mentions is taken as scratch of the
+call; "mentions" is a search by name: another file's `obj.<name>` counts whatever `obj` is
+(`stats.batch_size` keeps a scratch `self.batch_size` flagged), except the usual names of a run's
+settings (`args`, `opt`, `config`, `cfg`, `hparams`, `params`, `flags` and a few more:
+`args.batch_size` is a setting), and a read through `getattr` is not seen.
 
 ## Fix safety
 No fix is offered: where the state should live (returned to the caller, or a buffer updated in place)

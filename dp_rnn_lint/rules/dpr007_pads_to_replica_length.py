@@ -70,6 +70,12 @@ class Chunker(nn.Module):
 model = nn.DataParallel(Chunker())
 ```
 
+## Known problems
+DPR007 follows padding by hand only through `torch.zeros`/`torch.full`/`new_zeros`/`new_full` sized by a
+maximum taken in `forward` (`torch.cat` of `F.pad`-ed rows, or `torch.stack` of rows padded one by one,
+are not followed), and the maximum only through names bound in `forward` itself. It judges, as DPR008
+does, only classes a wrap resolves to.
+
 ## Fix safety
 No fix is offered: `pad_sequence` takes no target length, and the length to pad to depends on the caller
 (by hand: size the tensor by the padded input, `words.size(1)`, or by a length the caller passes).

@@ -65,6 +65,9 @@ class Encoder(nn.Module):
 encoder = nn.DataParallel(Encoder())
 ```
 
+## Known problems
+It judges, as DPR007 does, only classes a wrap resolves to.
+
 ## Fix safety
 No fix is offered: the wrapped forward's parameters or its result change, and so must every caller. The
 message names the wrap site that makes the class a DataParallel target.
