@@ -4,13 +4,15 @@ Diagnostics on open, change and save from the engine the command line uses, with
 the file's project kept warm in this process (rebuilt when a Python file is saved, so a base class or a
 DataParallel wrap in another file counts as it does on disk). Code actions: each finding's fix (an unsafe
 one says so, as ruff labels them), `# noqa: CODE` on its line, and `source.fixAll.dp-rnn-lint` for the
-safe fixes. Settings: the file's `[tool.dp-rnn-lint]` as the command line reads it, with the client's
+safe fixes. Notebook documents (LSP 3.17) are linted as the command lints a `.ipynb` file, and each
+cell gets its own diagnostics (quick fixes are offered for Python files only). Settings: the file's `[tool.dp-rnn-lint]` as the command line reads it, with the client's
 initialization options on top (`select`, `ignore`, `preview`, `unsafeFixes`, `scope`), as command-line
 options are. A document that does not parse keeps its last diagnostics.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Dict, List, Optional
@@ -19,7 +21,7 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
-from . import __version__
+from . import __version__, notebooks
 from .config import ConfigError, SettingsResolver, code_list
 from .engine import lint_source
 from .files import FileProblem
@@ -33,7 +35,9 @@ SOURCE = "dp-rnn-lint"
 
 class DpRnnLintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("dp-rnn-lint", __version__)
+        cells = [types.NotebookCellLanguage(language="python")]
+        super().__init__("dp-rnn-lint", __version__, notebook_document_sync=types.NotebookDocumentSyncOptions(
+            notebook_selector=[types.NotebookDocumentFilterWithCells(notebook="jupyter-notebook", cells=cells)]))
         self.overrides: Dict[str, object] = {}  # the client's options, named as Settings names them
         self.settings = SettingsResolver(self.overrides)
         self.findings: Dict[str, List[Finding]] = {}  # uri -> the findings of its last good lint
@@ -110,6 +114,48 @@ def _publish(uri: str, text: str) -> None:
     lines = text.splitlines()
     server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
         uri=uri, diagnostics=[_diagnostic(finding, lines) for finding in result.findings]))
+
+
+def _publish_notebook(uri: str) -> None:
+    """Lint a notebook document's cells together, as its `.ipynb` file would be, and give each cell its own."""
+    notebook = server.workspace.get_notebook_document(notebook_uri=uri)
+    if notebook is None:
+        return
+    texts = [server.workspace.get_text_document(cell.document).source for cell in notebook.cells]
+    document = {"cells": [{"cell_type": "code" if cell.kind == types.NotebookCellKind.Code else "markdown",
+                           "source": text, "metadata": {}} for cell, text in zip(notebook.cells, texts)],
+                "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+    try:
+        view = notebooks.python_view(notebooks.parse_notebook(json.dumps(document).encode()))
+        result = _lint(uri, view.decode("utf-8", "surrogateescape"))
+    except (FileProblem, notebooks.NotebookProblem):
+        return  # a cell that does not parse (yet): the last diagnostics stay
+    except ConfigError as error:
+        server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=str(error)))
+        return
+    if result.problem is not None:
+        return
+    located = notebooks.located_in_cells(result.findings, notebooks.cell_starts(view.decode("utf-8", "surrogateescape")))
+    for number, (cell, text) in enumerate(zip(notebook.cells, texts), start=1):
+        lines = text.splitlines()
+        server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=cell.document, diagnostics=[_diagnostic(finding, lines) for finding in located if finding.cell == number]))
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+def notebook_did_open(params: types.DidOpenNotebookDocumentParams) -> None:
+    _publish_notebook(params.notebook_document.uri)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+def notebook_did_change(params: types.DidChangeNotebookDocumentParams) -> None:
+    _publish_notebook(params.notebook_document.uri)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+def notebook_did_save(params: types.DidSaveNotebookDocumentParams) -> None:
+    _PROJECT_INDEXES.clear()
+    _publish_notebook(params.notebook_document.uri)
 
 
 @server.feature(types.INITIALIZE)

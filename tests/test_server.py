@@ -191,3 +191,28 @@ def test_headless_neovim_shows_the_servers_diagnostics(tmp_path):
                           env={**os.environ, "SMOKE_FILE": str(tmp_path / "model.py"), "SMOKE_PYTHON": sys.executable})
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("6:18 DPR001 self.rnn (nn.LSTM) runs in the forward pass"), done.stdout + done.stderr
+
+
+def test_a_notebook_documents_cells_get_their_own_diagnostics(session, tmp_path):
+    client, _ = session
+    notebook = (tmp_path / "analysis.ipynb").as_uri()
+    cells = ["# Training the tagger\n", "import torch.nn as nn\n",
+             "class Tagger(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+             "        self.rnn = nn.GRU(4, 4)\n\n    def forward(self, x):\n        return self.rnn(x)[0]\n"]
+    kinds = [1, 2, 2]  # markdown, code, code
+    uris = [f"{notebook}#cell{number}" for number in range(len(cells))]
+    client.notify("notebookDocument/didOpen", {
+        "notebookDocument": {"uri": notebook, "notebookType": "jupyter-notebook", "version": 1,
+                             "cells": [{"kind": kind, "document": uri} for kind, uri in zip(kinds, uris)]},
+        "cellTextDocuments": [{"uri": uri, "languageId": "markdown" if kind == 1 else "python", "version": 1,
+                               "text": text} for uri, kind, text in zip(uris, kinds, cells)]})
+    published = {}
+    while len(published) < len(cells):
+        message = client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics")
+        published[message["params"]["uri"]] = message["params"]["diagnostics"]
+    assert published[uris[0]] == [] and published[uris[1]] == []
+    [diagnostic] = published[uris[2]]
+    assert diagnostic["code"] == "DPR001"
+    # Placed in the third cell's own lines, where its call of the GRU is.
+    [(line, text)] = [(number, text) for number, text in enumerate(cells[2].splitlines()) if "self.rnn(x)" in text]
+    assert diagnostic["range"]["start"] == {"line": line, "character": text.index("self.rnn(x)")}
