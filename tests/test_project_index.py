@@ -424,3 +424,13 @@ def test_a_wrap_of_an_attribute_the_method_replaces_wraps_what_it_held_before(tm
     assert index.unresolved == []
     assert names(index.direct) == {"Tagger"}
     assert names(index.wrapped) == {"Tagger", "Encoder"}
+
+
+def test_wraps_of_one_attribute_in_two_methods_each_see_their_own_value(tmp_path):
+    # values_where sets what `self.model` held before each wrap; one answer must not leak into the other.
+    train = ("import torch.nn as nn\nfrom model import Encoder, Tagger\n\nclass Trainer:\n    def __init__(self):\n"
+             "        self.model = Tagger()\n        self.model = nn.DataParallel(self.model)\n\n"
+             "    def other(self):\n        self.model = Encoder()\n        self.encoder_only = nn.DataParallel(self.model)\n")
+    index = build_index(write_project(tmp_path, {"model.py": MODEL, "train.py": train}))
+    sites = {name: [str(site).rsplit(":", 1)[1] for site in found] for (_, name), found in index.direct.items()}
+    assert sites == {"Tagger": ["7"], "Encoder": ["11"]}
