@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -434,3 +436,47 @@ def test_wraps_of_one_attribute_in_two_methods_each_see_their_own_value(tmp_path
     index = build_index(write_project(tmp_path, {"model.py": MODEL, "train.py": train}))
     sites = {name: [str(site).rsplit(":", 1)[1] for site in found] for (_, name), found in index.direct.items()}
     assert sites == {"Tagger": ["7"], "Encoder": ["11"]}
+
+
+def test_saved_wrap_answers_follow_the_files_they_rest_on(tmp_path):
+    # The index cache keeps what each wrap wraps; a change to the wrapped class's file changes the answer.
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    model = textwrap.dedent("""\
+        import torch.nn as nn
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = nn.LSTM(8, 8)
+
+            def forward(self, x):
+                return self.lstm(x)[0]
+
+        class Decoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gru = nn.GRU(8, 8)
+
+            def forward(self, x):
+                return self.gru(x)[0]
+
+        class Tagger(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.part = Encoder()
+    """)
+    (project / "model.py").write_text(model)
+    (project / "train.py").write_text("import torch.nn as nn\nfrom model import Tagger\nnet = nn.DataParallel(Tagger())\n")
+    command = [sys.executable, "-m", "dp_rnn_lint", "--scope", "wrapped", "--format", "concise", "--cache-dir",
+               str(tmp_path / "cache"), "."]
+
+    def wrapped_rnn_lines():
+        done = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=120)
+        return sorted(line.split(":")[1] for line in done.stdout.splitlines() if "DPR001" in line)
+
+    assert wrapped_rnn_lines() == ["9"]  # Encoder's LSTM: Tagger holds an Encoder
+    assert wrapped_rnn_lines() == ["9"]  # from the saved answers
+    (project / "model.py").write_text(model.replace("self.part = Encoder()", "self.part = Decoder()  # now"))
+    assert wrapped_rnn_lines() == ["17"]  # Decoder's GRU: the saved answers rested on model.py

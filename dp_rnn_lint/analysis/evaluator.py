@@ -82,6 +82,8 @@ class Evaluator:
         # While a step that rebuilds an attribute from itself is evaluated (`self.layers =
         # nn.ModuleList(self.layers)`), what `self.<attr>` held before that step.
         self._before_rebuild: Dict[Tuple[ProjectClass, str], Values] = {}
+        # Every file whose bindings an answer may rest on (a caller that caches answers keys them by these).
+        self.read: Set[str] = set()
 
     # -- files ------------------------------------------------------------------------------------------
     def adopt(self, path: str, tree: ast.Module) -> None:
@@ -90,6 +92,7 @@ class Evaluator:
 
     def summary(self, path: str) -> Optional[FileSummary]:
         path = os.path.abspath(path)
+        self.read.add(path)
         return self._own.get(path) or _bound_from_disk(path)
 
     def _import_roots(self, from_path: str) -> Tuple[str, ...]:

@@ -834,6 +834,7 @@ class IndexBuilder:
         self.paths = {_path_key(path): path for path in paths}
         self.sources = {_path_key(path): data for path, data in (sources or {}).items()}
         self.cache_file = cache_file
+        self._stored_wraps: Optional[dict] = None  # _EvaluatedWraps' answers as last saved, with their files
         self._cached: Dict[str, list] = self._load_cache()  # path key -> FileEntry.stored(), as last saved
         self._entries: Dict[str, FileEntry] = {}
         self._modules: Dict[str, List[str]] = {}
@@ -874,6 +875,8 @@ class IndexBuilder:
             with open(self.cache_file, encoding="utf-8") as handle:
                 stored = json.load(handle)
             files = stored["files"] if stored.get("format") == _SUMMARY_FORMAT else {}
+            if stored.get("format") == _SUMMARY_FORMAT and isinstance(stored.get("wraps"), dict):
+                self._stored_wraps = stored["wraps"]
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return {}
         return files if isinstance(files, dict) else {}
@@ -888,7 +891,8 @@ class IndexBuilder:
             return
         try:
             files = {key: entry.stored() for key, entry in self._entries.items()}
-            stored = json.dumps({"format": _SUMMARY_FORMAT, "files": files}).encode("utf-8")
+            wraps = self._evaluated_wraps.stored() if self._evaluated_wraps is not None else self._stored_wraps
+            stored = json.dumps({"format": _SUMMARY_FORMAT, "files": files, "wraps": wraps}).encode("utf-8")
             replace_atomically(str(self.cache_file), stored, prefix=".index-")
         except OSError:
             pass  # an unwritable cache makes the next run slower, not wrong
@@ -1439,15 +1443,72 @@ class _EvaluatedWraps:
     and from each wrapped class its project bases and the module classes its attributes hold."""
 
     def __init__(self, builder: "IndexBuilder") -> None:
-        from .evaluator import Evaluator
-
         self._builder = builder
-        self.evaluator = Evaluator()
+        self._evaluator = None
         self._bound: Set[str] = set()
+        # Answers of an earlier run, kept while every file they rest on is as it was then (all or nothing:
+        # the evaluator's memo lets one answer rest on files another read).
+        stored = builder._stored_wraps or {}
+        files = stored.get("files") if isinstance(stored.get("files"), list) else None
+        self._files: Dict[str, list] = {}
+        self._sites: Dict[str, list] = {}
+        self._held: Dict[str, list] = {}
+        self._cacheable = True
+        # The project's files themselves too: a module that appears may answer an import that failed.
+        if files and stored.get("project") == self._project() and all(_still(entry) for entry in files):
+            self._files = {entry[0]: entry for entry in files}
+            self._sites = dict(stored.get("sites") or {})
+            self._held = dict(stored.get("held") or {})
+
+    @property
+    def evaluator(self):
+        if self._evaluator is None:
+            from .evaluator import Evaluator
+
+            self._evaluator = Evaluator()
+        return self._evaluator
+
+    def stored(self) -> Optional[dict]:
+        """What the index cache keeps of these answers, with the version of every file they rest on."""
+        if not self._cacheable:
+            return None
+        files = dict(self._files)
+        for path in (self._evaluator.read if self._evaluator is not None else ()):
+            try:
+                status = os.stat(path)
+            except OSError:
+                continue  # a file that is not there: an answer resting on it is re-made when it appears
+            files[path] = [path, status.st_size, status.st_mtime_ns]
+        return {"files": sorted(files.values()), "sites": self._sites, "held": self._held, "project": self._project()}
+
+    def _project(self) -> str:
+        import hashlib
+
+        return hashlib.sha256("\n".join(sorted(self._builder.paths)).encode("utf-8", "surrogateescape")).hexdigest()
+
+    def targets(self, key: str, wrap: dict) -> Tuple[List[ClassKey], Optional[str]]:
+        """The project classes the wrap's module can be; the reason when it may be something unknown."""
+        site = f"{key}\n{wrap['line']}\n{wrap['col']}"
+        if site not in self._sites:
+            targets, reason = self._targets(key, wrap)
+            self._sites[site] = [[list(target) for target in targets], reason]
+            self._builder._unsaved = True
+        targets, reason = self._sites[site]
+        return [tuple(target) for target in targets], reason
+
+    def held_and_bases(self, key: ClassKey) -> List[ClassKey]:
+        """The project bases of a class and the project module classes its attributes hold."""
+        name = f"{key[0]}\n{key[1]}"
+        if name not in self._held:
+            self._held[name] = [list(found) for found in self._held_and_bases(key)]
+            self._builder._unsaved = True
+        return [tuple(found) for found in self._held[name]]
 
     def _summary(self, key: str):
         """The file's bindings, from the index's own bytes (a notebook's Python view, text not on disk)."""
         path = os.path.abspath(self._builder.paths.get(key, key))
+        if key in self._builder.sources:
+            self._cacheable = False  # text not on disk: nothing to check a saved answer against
         if key not in self._bound:
             self._bound.add(key)
             try:
@@ -1456,8 +1517,7 @@ class _EvaluatedWraps:
                 return None
         return self.evaluator.summary(path)
 
-    def targets(self, key: str, wrap: dict) -> Tuple[List[ClassKey], Optional[str]]:
-        """The project classes the wrap's module can be; the reason when it may be something unknown."""
+    def _targets(self, key: str, wrap: dict) -> Tuple[List[ClassKey], Optional[str]]:
         summary = self._summary(key)
         call = _call_at(summary.tree, wrap["line"], wrap["col"], self._builder._read(key)) if summary else None
         if call is None:
@@ -1483,8 +1543,7 @@ class _EvaluatedWraps:
         return sorted({(_path_key(value.of.path), value.of.qualname) for value in values
                        if isinstance(value, Instance) and isinstance(value.of, ProjectClass)}), None
 
-    def held_and_bases(self, key: ClassKey) -> List[ClassKey]:
-        """The project bases of a class and the project module classes its attributes hold."""
+    def _held_and_bases(self, key: ClassKey) -> List[ClassKey]:
         from .values import Container, Instance, ProjectClass
 
         cls = ProjectClass(os.path.abspath(self._builder.paths.get(key[0], key[0])), key[1])
@@ -1508,6 +1567,16 @@ class _EvaluatedWraps:
         except RecursionError:
             pass
         return sorted((_path_key(found_cls.path), found_cls.qualname) for found_cls in found)
+
+
+def _still(entry: object) -> bool:
+    """Whether a file is as a saved [path, size, mtime_ns] says."""
+    try:
+        path, size, mtime_ns = entry
+        status = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return False
+    return status.st_size == size and status.st_mtime_ns == mtime_ns
 
 
 def scope_at(summary, node: ast.AST):
