@@ -449,17 +449,17 @@ def main(argv: Sequence[str] = None) -> int:
     findings_by_repo: Dict[str, List[dict]] = {}
     timings: Dict[str, float] = {}
     fixes: Dict[str, dict] = {}
+    unreadable: Dict[str, int] = {}
+    unparsable: Dict[str, set] = {}
     for repository in manifest["repositories"]:
         tree = materialise(args.mirrors, repository, args.work)
         findings_by_repo[repository["repo"]], timings[repository["repo"]] = lint(tree)
+        unreadable[repository["repo"]] = UNREADABLE.get(str(tree), 0)
+        unparsable[repository["repo"]] = UNPARSABLE.get(str(tree), set())
         fixes[repository["repo"]] = check_fixes(tree)
         log(f"{repository['repo']}: {len(findings_by_repo[repository['repo']])} findings "
             f"in {timings[repository['repo']]:.2f} s; --fix changed {len(fixes[repository['repo']]['changed'])} files")
     per_rule = score(manifest, findings_by_repo)
-    unreadable = {repository["repo"]: UNREADABLE.get(str(materialise(args.mirrors, repository, args.work)), 0)
-                  for repository in manifest["repositories"]}
-    unparsable = {repository["repo"]: UNPARSABLE.get(str(materialise(args.mirrors, repository, args.work)), set())
-                  for repository in manifest["repositories"]}
     text = report(manifest, per_rule, timings, f"dp-rnn-lint from this checkout, {len(manifest['repositories'])} trees",
                   fixes, findings_by_repo, unreadable, first_contact, unparsable)
     if args.no_write:

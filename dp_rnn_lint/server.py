@@ -100,15 +100,22 @@ def _diagnostic(finding: Finding, lines: List[str]) -> types.Diagnostic:
                             code=finding.code, source=SOURCE)
 
 
-def _publish(uri: str, text: str) -> None:
+def _linted(uri: str, text: str):
+    """The document's result, or None when it yields no diagnostics to publish: a document that does not
+    parse (yet) keeps its last ones; a broken configuration is said once, as a message."""
     try:
         result = _lint(uri, text)
     except FileProblem:
-        return  # the document does not parse (yet): its last diagnostics stay
+        return None
     except ConfigError as error:
         server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=str(error)))
-        return
-    if result.problem is not None:
+        return None
+    return result if result.problem is None else None
+
+
+def _publish(uri: str, text: str) -> None:
+    result = _linted(uri, text)
+    if result is None:
         return
     server.findings[uri] = result.findings
     lines = text.splitlines()
@@ -127,13 +134,10 @@ def _publish_notebook(uri: str) -> None:
                 "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
     try:
         view = notebooks.python_view(notebooks.parse_notebook(json.dumps(document).encode()))
-        result = _lint(uri, view.decode("utf-8", "surrogateescape"))
-    except (FileProblem, notebooks.NotebookProblem):
-        return  # a cell that does not parse (yet): the last diagnostics stay
-    except ConfigError as error:
-        server.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=str(error)))
+    except notebooks.NotebookProblem:
         return
-    if result.problem is not None:
+    result = _linted(uri, view.decode("utf-8", "surrogateescape"))
+    if result is None:
         return
     located = notebooks.located_in_cells(result.findings, notebooks.cell_starts(view.decode("utf-8", "surrogateescape")))
     for number, (cell, text) in enumerate(zip(notebook.cells, texts), start=1):

@@ -459,12 +459,17 @@ def test_verify_loads_files_as_python_would(project):
     assert "RNN submodule `lstm`" in result.stdout
 
 
-def test_verify_imports_package_modules_with_relative_imports(project):
+def write_model_package(project: Path, init: str) -> None:
+    """models/encoder.py, runnable, taking make_inputs from its package's inputs.py (a relative import)."""
     package = project / "models"
     package.mkdir()
-    (package / "__init__.py").write_text("")
+    (package / "__init__.py").write_text(init)
     (package / "inputs.py").write_text(RUNNABLE_TAIL.split("def make_inputs")[1].join(["def make_inputs", ""]))
     (package / "encoder.py").write_text(BUGGY + RUNNABLE_TAIL.split("def make_inputs")[0] + "from .inputs import make_inputs  # noqa: E402\n")
+
+
+def test_verify_imports_package_modules_with_relative_imports(project):
+    write_model_package(project, "")
     result = run("verify", "models/encoder.py", cwd=project)
     assert result.returncode == 1, result.stderr
     assert "RNN submodule `lstm`" in result.stdout
@@ -560,11 +565,7 @@ def test_verify_template_filled_with_a_model_fails_before_the_fix_and_passes_aft
 
 
 def test_verify_skips_the_init_of_the_package_a_file_is_in(project):
-    package = project / "models"
-    package.mkdir()
-    (package / "__init__.py").write_text("raise ImportError('this package needs a GPU build of something')\n")
-    (package / "inputs.py").write_text(RUNNABLE_TAIL.split("def make_inputs")[1].join(["def make_inputs", ""]))
-    (package / "encoder.py").write_text(BUGGY + RUNNABLE_TAIL.split("def make_inputs")[0] + "from .inputs import make_inputs  # noqa: E402\n")
+    write_model_package(project, "raise ImportError('this package needs a GPU build of something')\n")
     assert run("verify", "models/encoder.py", cwd=project).returncode == 2
     result = run("verify", "--skip-package-init", "models/encoder.py", cwd=project)
     assert result.returncode == 1, result.stderr

@@ -83,6 +83,16 @@ class FileSummary:
     def scope_of(self, node: ast.AST) -> Optional[Scope]:
         return self.scopes.get(id(node))
 
+    def scope_at(self, node: ast.AST) -> Scope:
+        """The innermost function or class scope holding a node of `tree` (the module's else)."""
+        found, line = self.module_scope, getattr(node, "lineno", 0)
+        for scope in self.scopes.values():
+            definition = scope.node
+            if (definition.lineno <= line <= (definition.end_lineno or 0)
+                    and (found.kind == "module" or definition.lineno >= found.node.lineno)):
+                found = scope
+        return found
+
 
 def bind_file(path: str, tree: ast.Module) -> FileSummary:
     module = Scope("module", tree, None, path=path)

@@ -25,7 +25,7 @@ from .binder import (ASSIGN, DEF, FROM_IMPORT, LOOP, MODULE_IMPORT, PARAM, SELF,
                      bind_file, self_attribute)
 from .screen import without_device_moves
 from .torch_names import (MODULE_LIST, MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, THIRD_PARTY_MODULE_BASES, canonical,
-                          is_module_base)
+                          is_module_base, wrapped_module)
 from .values import (NOTHING, Constant, Container, External, Instance, ProjectClass, ProjectFunction, ProjectModule,
                      RnnFact, RnnKind, Unknown, Value, Values, Why, external, torch_rnn_kind)
 
@@ -823,19 +823,12 @@ class EvaluatedClasses:
 
     def scope_at(self, node: ast.AST) -> Optional[Scope]:
         """The innermost function or class scope of the file holding a node of `tree` (the module's else)."""
-        summary = self.evaluator.summary(self._path)
-        found, line = summary.module_scope, getattr(node, "lineno", 0)
-        for scope in summary.scopes.values():
-            definition = scope.node
-            if (definition.lineno <= line <= (definition.end_lineno or 0)
-                    and (found.kind == "module" or definition.lineno >= found.node.lineno)):
-                found = scope
-        return found
+        return self.evaluator.summary(self._path).scope_at(node)
 
     def factory_of(self, call: ast.Call) -> Optional[ProjectFunction]:
         """The project function whose return a DataParallel call wraps, directly or through one local name
         (`layer = recurrent_layer("gru", size)`, then `nn.DataParallel(layer)`), for the message."""
-        module = _wrapped_module(call)
+        module = wrapped_module(call)
         scope = self.scope_at(call)
         if isinstance(module, ast.Name) and scope is not None:
             bound = scope.bindings.get(module.id, [])
@@ -852,7 +845,7 @@ class EvaluatedClasses:
         """What the module a DataParallel call wraps is (its first argument or `module=`), as far as RNNs go,
         leaving out DataParallel wraps of it (`self.rnn = nn.DataParallel(self.rnn)` wraps what `self.rnn`
         held before)."""
-        module = _wrapped_module(call)
+        module = wrapped_module(call)
         if module is None:
             return None
         try:
@@ -1048,13 +1041,6 @@ def _is_torch_module_class(qualname: str) -> bool:
 
 def _mentions(node: ast.AST, name: str) -> bool:
     return any(isinstance(inner, ast.Name) and inner.id == name for inner in ast.walk(node))
-
-
-def _wrapped_module(call: ast.Call) -> Optional[ast.AST]:
-    """The module a DataParallel call wraps: its first argument, or `module=`."""
-    if call.args and not isinstance(call.args[0], ast.Starred):
-        return call.args[0]
-    return next((keyword.value for keyword in call.keywords if keyword.arg == "module"), None)
 
 
 def _holds_modules(folder: str) -> bool:

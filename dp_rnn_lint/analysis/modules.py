@@ -422,8 +422,14 @@ def _unsubscripted(expression: cst.BaseExpression) -> cst.BaseExpression:
 
 def _moves_itself(value: Optional[cst.BaseExpression], name: str) -> bool:
     """`name.to(device)`, `name.cuda()`, `name.float().cuda()`: the module `name` holds, moved or cast."""
-    moved = False
-    while (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
-           and value.func.attr.value in MODULE_METHODS_RETURNING_SELF):
-        value, moved = value.func.value, True
-    return moved and isinstance(value, cst.Name) and value.value == name
+    moved, stripped = without_calls_of(value, MODULE_METHODS_RETURNING_SELF)
+    return stripped and isinstance(moved, cst.Name) and moved.value == name
+
+
+def without_calls_of(value: Optional[cst.BaseExpression], methods: FrozenSet[str]) -> Tuple[Optional[cst.BaseExpression], bool]:
+    """What a chain of calls of these methods is made on (`x` for `x.float().cuda()`), and whether there
+    was any such call."""
+    stripped = False
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in methods:
+        value, stripped = value.func.value, True
+    return value, stripped

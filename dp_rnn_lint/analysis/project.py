@@ -30,7 +30,7 @@ from ..files import (FileProblem, code_fingerprint, module_name_for, prepare_cac
 from ..notebooks import cell_starts, in_cell, is_notebook
 from .ast_walk import child_nodes
 from .screen import may_inherit_text
-from .torch_names import MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, canonical, is_module_base, rnn_kind
+from .torch_names import MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, canonical, is_module_base, rnn_kind, wrapped_module
 from .values import RnnKind, Why
 
 # What DataParallel is called under torch's public spellings; the function form takes the module first too.
@@ -412,13 +412,10 @@ class _Summarizer:
                 self.hands.append([callee, key, what, f"nn.{kind}"])
 
     def _wrap_site(self, call: ast.Call, function: Optional[ast.AST], cls: Optional[str]) -> None:
-        target = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
-        if target is None:
-            target = next((keyword.value for keyword in call.keywords if keyword.arg == "module"), None)
+        target = wrapped_module(call)
         refs = self.values(target, function, set(), cls) if target is not None else [UNKNOWN]
         line = self.lines[call.lineno - 1] if call.lineno - 1 < len(self.lines) else b""
-        # ast's columns count UTF-8 bytes; messages count characters.
-        column = len(line[:call.col_offset].decode("utf-8", "replace")) + 1
+        column = _character_column(line, call.col_offset)
         end = call.end_col_offset if call.end_lineno == call.lineno else len(line)
         text = line[call.col_offset:end].decode("utf-8", "replace").strip()
         text = text if len(text) <= _SITE_TEXT_LIMIT else text[: _SITE_TEXT_LIMIT - 3] + "..."
@@ -1445,7 +1442,7 @@ class _EvaluatedWraps:
     def __init__(self, builder: "IndexBuilder") -> None:
         self._builder = builder
         self._evaluator = None
-        self._bound: Set[str] = set()
+        self._bound: Dict[str, bytes] = {}  # the files bound from the index's bytes, with those bytes
         # Answers of an earlier run, kept while every file they rest on is as it was then (all or nothing:
         # the evaluator's memo lets one answer rest on files another read).
         stored = builder._stored_wraps or {}
@@ -1510,25 +1507,24 @@ class _EvaluatedWraps:
         if key in self._builder.sources:
             self._cacheable = False  # text not on disk: nothing to check a saved answer against
         if key not in self._bound:
-            self._bound.add(key)
+            self._bound[key] = data = self._builder._read(key)
             try:
-                self.evaluator.adopt(path, ast.parse(self._builder._read(key)))
+                self.evaluator.adopt(path, ast.parse(data))
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return None
         return self.evaluator.summary(path)
 
     def _targets(self, key: str, wrap: dict) -> Tuple[List[ClassKey], Optional[str]]:
         summary = self._summary(key)
-        call = _call_at(summary.tree, wrap["line"], wrap["col"], self._builder._read(key)) if summary else None
+        call = _call_at(summary.tree, wrap["line"], wrap["col"], self._bound[key]) if summary else None
         if call is None:
             return [], "the wrapped value cannot be followed (the call is not found again)"
-        target = call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else next(
-            (keyword.value for keyword in call.keywords if keyword.arg == "module"), None)
+        target = wrapped_module(call)
         if target is None:
             return [], "the wrapped value cannot be followed (no module argument)"
         from .values import Instance, ProjectClass, Unknown
 
-        scope = scope_at(summary, call)
+        scope = summary.scope_at(call)
         receiver = next((ProjectClass(summary.path, info.qualname) for info in summary.classes.values()
                          if scope.node in info.methods.values()), None)
         try:
@@ -1579,15 +1575,9 @@ def _still(entry: object) -> bool:
     return status.st_size == size and status.st_mtime_ns == mtime_ns
 
 
-def scope_at(summary, node: ast.AST):
-    """The innermost function or class scope of a file's bindings holding a node (the module's else)."""
-    found, line = summary.module_scope, getattr(node, "lineno", 0)
-    for scope in summary.scopes.values():
-        definition = scope.node
-        if (definition.lineno <= line <= (definition.end_lineno or 0)
-                and (found.kind == "module" or definition.lineno >= found.node.lineno)):
-            found = scope
-    return found
+def _character_column(line: bytes, col_offset: int) -> int:
+    """ast's column (UTF-8 bytes from the line's start) as the 1-based character column messages count."""
+    return len(line[:col_offset].decode("utf-8", "replace")) + 1
 
 
 def _call_at(tree: ast.Module, line: int, col: int, data: bytes) -> Optional[ast.Call]:
@@ -1595,7 +1585,7 @@ def _call_at(tree: ast.Module, line: int, col: int, data: bytes) -> Optional[ast
     lines = data.splitlines()
     text = lines[line - 1] if 0 < line <= len(lines) else b""
     starting = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and node.lineno == line
-                and len(text[:node.col_offset].decode("utf-8", "replace")) + 1 == col]
+                and _character_column(text, node.col_offset) == col]
     # `nn.DataParallel(model).cuda()` starts where the wrap does: the innermost call is the wrap.
     return min(starting, key=lambda node: ((node.end_lineno or 0), node.end_col_offset or 0), default=None)
 

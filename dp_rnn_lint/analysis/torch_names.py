@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 # Module paths that re-export torch.nn's classes under another dotted name.
@@ -78,3 +79,11 @@ def is_module_base(qualified_name: Optional[str]) -> bool:
         last = name[len("torch.nn."):]
         return "." not in last and last[:1].isupper() and last not in _NN_NON_MODULES
     return False
+
+
+def wrapped_module(call: ast.Call) -> Optional[ast.AST]:
+    """The module a DataParallel call (`nn.DataParallel`, `data_parallel`) wraps: its first argument, or
+    `module=`."""
+    if call.args and not isinstance(call.args[0], ast.Starred):
+        return call.args[0]
+    return next((keyword.value for keyword in call.keywords if keyword.arg == "module"), None)

@@ -100,7 +100,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import libcst as cst
 
 from ..analysis import FileAnalysis
-from ..analysis.modules import ModuleClass, bind_arguments, is_self_attribute, iter_nodes, self_name
+from ..analysis.modules import ModuleClass, bind_arguments, is_self_attribute, iter_nodes, self_name, without_calls_of
 from ..analysis.torch_names import canonical, is_module_base, rnn_kind
 from ..findings import Violation
 from .base import Example, Rule
@@ -229,11 +229,8 @@ _CONVERSIONS = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloa
 
 def _moves_itself(value: Optional[cst.BaseExpression], attr: str) -> bool:
     """`self.<attr>.to(device)` (and the other tensor methods that change only device, dtype or layout)."""
-    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _CONVERSIONS:
-        value = value.func.value
-        if isinstance(value, cst.Attribute) and value.attr.value == attr and isinstance(value.value, cst.Name):
-            return True
-    return False
+    moved, stripped = without_calls_of(value, _CONVERSIONS)
+    return stripped and isinstance(moved, cst.Attribute) and moved.attr.value == attr and isinstance(moved.value, cst.Name)
 
 
 def _written_off_the_path(analysis: FileAnalysis, cls: ModuleClass, path, initial: Dict[str, str]) -> Set[str]:
