@@ -89,6 +89,9 @@ TARGET_FIX_RATIO = 2.0
 TARGET_RUFF_RATIO_16 = 0.5
 TARGET_REAL_RUFF_RATIO = 0.5
 TARGET_ONE_FILE_EXTRA_S = 0.3
+# The targets of issue #36 (the torch subset's ≤ 1.0× ruff and the plugin's ≤ 1.05× are the rows above).
+TARGET_REAL_RUFF_RATIO_36 = 1.5
+TARGET_REAL_WARM_OF_RUFF = 0.1
 
 
 def log(message: str) -> None:
@@ -127,6 +130,47 @@ def measure(argv: Sequence[str], cwd: Path, env: Dict[str, str]) -> Sample:
     # ru_maxrss is in KiB on Linux, in bytes on macOS.
     peak_kib = usage.ru_maxrss // 1024 if sys.platform == "darwin" else usage.ru_maxrss
     return Sample(seconds, peak_kib, process.returncode)
+
+
+# A row of `dp-rnn-lint --stats`: stage, files (or -), times entered, seconds, share.
+_STATS_ROW = re.compile(r"^(?P<stage>\S.*?)\s+(?P<files>\d+|-)\s+(?P<entered>\d+|-)\s+(?P<seconds>[\d.]+)\s+\d+%$")
+
+
+@dataclass
+class StageCounts:
+    """What `--stats` says of one corpus: per stage, the files that reached it and its seconds (the
+    median over runs), in the tool's order."""
+
+    stages: List[str] = field(default_factory=list)
+    files: Dict[str, str] = field(default_factory=dict)
+    seconds: Dict[str, List[float]] = field(default_factory=dict)
+    wall: List[float] = field(default_factory=list)
+    problem: str = ""
+
+
+def stage_counts(argv: Sequence[str], cwd: Path, env: Dict[str, str], runs: int) -> StageCounts:
+    """Run `argv --stats` (a cold run) `runs` times and read its per-stage table."""
+    counts = StageCounts()
+    for _ in range(runs):
+        process = subprocess.run(list(argv[:-1]) + ["--stats", argv[-1]], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        lines = process.stderr.splitlines()
+        header = next((i for i, line in enumerate(lines) if line.startswith("stage ")), None)
+        if process.returncode not in (0, 1) or header is None:
+            counts.problem = f"--stats gave no table (exit status {process.returncode})"
+            return counts
+        for line in lines[header + 1:]:
+            match = _STATS_ROW.match(line)
+            if match and match["stage"] != "all stages":
+                name = match["stage"]
+                if name not in counts.seconds:
+                    counts.stages.append(name)
+                counts.files[name] = match["files"]
+                counts.seconds.setdefault(name, []).append(float(match["seconds"]))
+            wall = re.match(r"wall time ([\d.]+) s", line)
+            if wall:
+                counts.wall.append(float(wall.group(1)))
+    return counts
 
 
 @dataclass
@@ -707,7 +751,7 @@ def find_tools(args: argparse.Namespace, cores: int) -> Tuple[Tool, Dict[str, To
     ours_help = help_text(ours_argv)
     if not ours_help:
         raise SystemExit("error: dp-rnn-lint does not run here; run from the project's virtual environment")
-    has = {"cache": "--no-cache" in ours_help, "jobs": "--jobs" in ours_help}
+    has = {"cache": "--no-cache" in ours_help, "jobs": "--jobs" in ours_help, "stats": "--stats" in ours_help}
     ours = Tool("dp-rnn-lint", "dp-rnn-lint",
                 ours_argv + ["--isolated", "--no-respect-gitignore", "--format", "concise"]
                 + (["--jobs", str(cores)] if has["jobs"] else []),
@@ -910,6 +954,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         facts["real-models-problem"] = real_problem
 
     tables: Dict[str, List[Series]] = {}
+    stage_tables: Dict[str, StageCounts] = {}  # corpus -> what `--stats` says of it
 
     def row(tool: Tool, argv: List[str], corpus: str, runs: int, key: str = "", label: str = "", prepare=None) -> Step:
         series = Series(key or tool.key, label or tool.label, shown(argv, f"<{corpus}>"), corpora[corpus].files,
@@ -994,12 +1039,38 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if "real-models" in corpora:
             steps = [row(ours, lint, "real-models", big_runs),
                      row(others["ruff"], others["ruff"].argv, "real-models", big_runs)]
+            if "cache" not in args.skip:
+                real_cache_counter = iter(range(1_000_000))
+                real_cold_env = dict(env)
+
+                def fresh_real_cache() -> None:
+                    real_cold_env["DP_RNN_LINT_CACHE_DIR"] = str(cache_root / f"real-round-{next(real_cache_counter)}")
+
+                real_cold = row(ours, ours.argv, "real-models", big_runs, "real-cache-cold",
+                                "dp-rnn-lint, first run (empty cache)", fresh_real_cache)
+                real_warm = row(ours, ours.argv, "real-models", big_runs, "real-cache-warm",
+                                "dp-rnn-lint, second run (unchanged tree)")
+                real_cold.env = real_warm.env = real_cold_env
+                real_cold.then = real_warm
+                steps.append(real_cold)
             warm_up(steps)
             run_rounds("real models", steps, big_runs)
-            tables["real-models"] = [step.series for step in steps]
+            tables["real-models"] = [step.series for step in steps if step.then is None] + \
+                [s for step in steps if step.then for s in (step.series, step.then.series)]
         else:
             tables["real-models"] = [Series(key, label, "", 0, problem=f"not run: {real_problem}")
-                                     for key, label in (("dp-rnn-lint", ours.label), ("ruff", others["ruff"].label))]
+                                     for key, label in (("dp-rnn-lint", ours.label), ("ruff", others["ruff"].label),
+                                                        ("real-cache-cold", "dp-rnn-lint, first run (empty cache)"),
+                                                        ("real-cache-warm", "dp-rnn-lint, second run (unchanged tree)"))]
+
+    # Where the time goes: one table per corpus from the tool's own `--stats`, in separate runs (its
+    # counting costs a little), so the timings above stay those of plain runs.
+    if has["stats"]:
+        stage_runs = 1 if quick else 3
+        for name in ("torch-subset", "real-models"):
+            if name in corpora and name not in args.skip:
+                log(f"stages: {name}")
+                stage_tables[name] = stage_counts(lint + ["."], corpora[name].root, env, stage_runs)
 
     # 5. One file in that project with a warm cache, against the same file outside any project
     if "one-file" not in args.skip:
@@ -1010,7 +1081,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     facts["duration"] = f"{(time.time() - started) / 60:.1f} min"
     report = render(args, ours, others, has, corpora, tables, facts, cores,
                     dict(small=small_runs, big=big_runs, torchfix=torchfix_runs,
-                         one=args.runs or ONE_FILE_RUNS[quick]))
+                         one=args.runs or ONE_FILE_RUNS[quick]), stage_tables)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(report)
     log(f"wrote {args.output}")
@@ -1240,6 +1311,14 @@ def targets(tables: Dict[str, List[Series]], has: Dict[str, bool], scale_sizes: 
     lines.append(target_row(f"#16 real models ({real_files:,} files of real model code, one project): dp-rnn-lint "
                             f"wall time ≤ {TARGET_REAL_RUFF_RATIO:.1f}× ruff's", [ours, ruff],
                             lambda: ratio(ours, ruff), lambda f: f <= TARGET_REAL_RUFF_RATIO))
+
+    # Issue #36: the same corpus, a tighter ratio, and a second run over the unchanged tree.
+    lines.append(target_row(f"#36 real models: dp-rnn-lint wall time ≤ {TARGET_REAL_RUFF_RATIO_36:.1f}× ruff's",
+                            [ours, ruff], lambda: ratio(ours, ruff), lambda f: f <= TARGET_REAL_RUFF_RATIO_36))
+    real_warm = find(real, "real-cache-warm")
+    lines.append(target_row(f"#36 real models: a second run over the unchanged tree ≤ {TARGET_REAL_WARM_OF_RUFF:.1f}× "
+                            "ruff's cold run", [real_warm, ruff], lambda: ratio(real_warm, ruff),
+                            lambda f: f <= TARGET_REAL_WARM_OF_RUFF))
     one = tables.get("one-file", [])
     inside, outside = find(one, "one-file-inside"), find(one, "one-file-outside")
 
@@ -1253,9 +1332,41 @@ def targets(tables: Dict[str, List[Series]], has: Dict[str, bool], scale_sizes: 
     return lines
 
 
+def stages_section(stage_tables: Dict[str, StageCounts], corpora: Dict[str, Corpus]) -> List[str]:
+    """Where dp-rnn-lint's time goes on each corpus, stage by stage, from its `--stats`."""
+    out = ["## 6. where dp-rnn-lint's time goes", "",
+           "From `dp-rnn-lint --stats` (its own count, in separate cold runs with the options above; median "
+           "per stage). Seconds are CPU seconds summed over every process, so they add up to the work done, "
+           "not to the wall time; files are those that reached the stage, where it knows them (- where it "
+           "does not).", ""]
+    names = [name for name in stage_tables]
+    order: List[str] = []
+    for name in names:
+        order += [stage for stage in stage_tables[name].stages if stage not in order]
+    header = "| stage | " + " | ".join(f"{corpora[name].name}: files | seconds" for name in names) + " |"
+    out += [header, "| --- |" + " ---: | ---: |" * len(names)]
+    for stage in order:
+        cells = []
+        for name in names:
+            counts = stage_tables[name]
+            seconds = counts.seconds.get(stage)
+            cells.append(f"{counts.files.get(stage, '')} | "
+                         + (f"{statistics.median(seconds):.2f}" if seconds else ""))
+        out.append(f"| {stage} | " + " | ".join(cells) + " |")
+    totals = []
+    for name in names:
+        counts = stage_tables[name]
+        work = sum(statistics.median(values) for values in counts.seconds.values())
+        wall = f", wall {statistics.median(counts.wall):.2f} s" if counts.wall else ""
+        totals.append(f"{corpora[name].name}: {work:.2f} CPU s in all{wall}"
+                      + (f" ({counts.problem})" if counts.problem else ""))
+    out += ["", "; ".join(totals) + ".", ""]
+    return out
+
+
 def render(args: argparse.Namespace, ours: Tool, others: Dict[str, Tool], has: Dict[str, bool],
            corpora: Dict[str, Corpus], tables: Dict[str, List[Series]], facts: Dict[str, str], cores: int,
-           runs: Dict[str, int]) -> str:
+           runs: Dict[str, int], stage_tables: Optional[Dict[str, "StageCounts"]] = None) -> str:
     scale_sizes = SCALE_FILES[args.quick]
     out = ["# Benchmark results", ""]
     out.append("Written by `python benchmarks/bench.py" + (" --quick" if args.quick else "")
@@ -1346,6 +1457,9 @@ def render(args: argparse.Namespace, ours: Tool, others: Dict[str, Tool], has: D
                    "pre-commit does after a change: the result cache misses and the index reads that one file "
                    "again; they are shown for information, the target is the unchanged pair.")
         out.append("")
+
+    if stage_tables:
+        out += stages_section(stage_tables, corpora)
 
     out += ["## How it is measured", "",
             "- Wall time: `time.perf_counter()` around each tool's process, from start to exit.",

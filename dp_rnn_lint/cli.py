@@ -26,7 +26,7 @@ from .files import FileProblem, discover, excluded_path, project_root, read_sour
 from .analysis.project import FileContext, build_index, index_cache_file
 from .reporters import FORMATS, FORMATS_WITH_EDITS, printable, reporter
 from .reporters.text import located_problem, report_text
-from . import docs, notebooks, rules
+from . import docs, notebooks, rules, stages
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 # Formats read by people, which end with a summary line; the others are read by programs.
@@ -127,6 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary line")
     parser.add_argument("-j", "--jobs", type=_positive, metavar="N",
                         help="lint in N processes (default: one per core)")
+    parser.add_argument("--stats", action="store_true",
+                        help="after the run, print to stderr where its time went, stage by stage")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     parser.add_argument("--cache-dir", metavar="PATH",
                         help=f"where the result cache lives (default: ${CACHE_DIR_ENV}, else {DEFAULT_CACHE_DIR})")
@@ -335,11 +337,16 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         except OSError as error:
             err.write(f"error: {printable(args.output_file)}: cannot write the output file: {error.strerror or error}\n")
             return EXIT_USAGE
+    if args.stats:
+        stages.enable()
     try:
-        return _run(args, parser, settings_per_path, stdin_name, out, err)
+        with stages.stage("other"):
+            return _run(args, parser, settings_per_path, stdin_name, out, err)
     finally:
         if out is not sys.stdout:
             out.close()
+        if args.stats:
+            err.write(stages.table(stages.wall_seconds(), args.jobs or default_jobs()))
 
 
 def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: TextIO) -> int:
@@ -379,7 +386,8 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
         walked: Dict[Tuple[str, int], List[str]] = {}  # (folder named, its settings) -> the files found there
         named: Set[str] = set()  # files named themselves: their syntax is always checked (a walk screens words)
         for given, settings in settings_per_path:
-            files = [(path, problem) for path, problem in _files(given, settings)]
+            with stages.stage("walking and reading"):
+                files = [(path, problem) for path, problem in _files(given, settings)]
             if os.path.isdir(given) and not files:
                 err.write(f"warning: no Python files found under {printable(given)}\n")
             if os.path.isdir(given):

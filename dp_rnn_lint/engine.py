@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Uni
 
 from .analysis.project import FileContext, build_index, mentions_wrap
 from . import rules as registry
+from . import stages
 from .analysis.screen import (inherits_from_elsewhere, may_have_findings, may_have_findings_text, may_inherit_text,
                               wraps_imported_call)
 from .escaping import printable
@@ -250,9 +251,13 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
         tree, python_error, too_deep = python_verdict(source)
         if too_deep:
             raise FileProblem(python_error)
-    if not force and tree is not None and not (may_have_findings_text(data, needs) and may_have_findings(tree, needs)):
-        may_inherit = (inherited and inherits_from_elsewhere(tree)) or (wraps and wraps_imported_call(tree, needs.wrappers))
-        return _FirstLook(False, may_inherit=may_inherit, tree=tree)
+    if not force and tree is not None:
+        with stages.stage("ast screen"):
+            ruled_out = not (may_have_findings_text(data, needs) and may_have_findings(tree, needs))
+            may_inherit = ruled_out and ((inherited and inherits_from_elsewhere(tree))
+                                         or (wraps and wraps_imported_call(tree, needs.wrappers)))
+        if ruled_out:
+            return _FirstLook(False, may_inherit=may_inherit, tree=tree)
     return _FirstLook(True, python_error, tree=tree)
 
 
@@ -356,7 +361,8 @@ def first_look_verdict(source: bytes, path: str, selection: Selection = Selectio
     if not codes:
         return result
     try:
-        look = _first_look(source, codes, check_syntax=check_syntax, rnn_words=selection.rnn_words)
+        with stages.stage("text screen", path):
+            look = _first_look(source, codes, check_syntax=check_syntax, rnn_words=selection.rnn_words)
     except FileProblem as problem:
         result.problem = str(problem)
         return result
@@ -391,11 +397,12 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
     try:
         # With no code left for this file, still the cheap stages: a file that cannot be read or parsed
         # gets its error line whatever the scope.
-        if screened and list(codes) == list(all_codes):
-            look = _first_look(source, codes, force=True)
-        else:
-            look = _inherited_look(source, codes, _first_look(source, codes or all_codes, check_syntax=check_syntax,
-                                                              rnn_words=selection.rnn_words), context)
+        with stages.stage("text screen", path):
+            if screened and list(codes) == list(all_codes):
+                look = _first_look(source, codes, force=True)
+            else:
+                look = _inherited_look(source, codes, _first_look(source, codes or all_codes, check_syntax=check_syntax,
+                                                                  rnn_words=selection.rnn_words), context)
     except FileProblem as problem:
         result.problem = str(problem)
         return result
@@ -414,9 +421,11 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
     from .fixes import FixError, check_compiles, text_edits
 
     try:
-        module = parse_with_libcst(source, look.python_error)
+        with stages.stage("libcst parse", path):
+            module = parse_with_libcst(source, look.python_error)
         text = _module_text(module, source)
-        findings = without_suppressed(_analysed(module, path, rules, look.tree, text, context, rnn_words), text)
+        with stages.stage("rules", path):
+            findings = without_suppressed(_analysed(module, path, rules, look.tree, text, context, rnn_words), text)
         # Regenerating the code costs a pass over the tree, so it is checked only where edits are shown.
         exact_layout = not describe_fixes or not any(f.fixable for f in findings) or module.bytes == source
         if fix:
@@ -426,8 +435,9 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
                 rounds += 1
                 fixable_before = Counter(f.code for f in findings if f.applicable(unsafe_fixes))
                 edits = [edit for f in findings if f.applicable(unsafe_fixes) for edit in f.fix.edits]
-                new_bytes, new_module = _fixed_bytes(module, edits, current)
-                check_compiles(new_bytes, path or "<source>")
+                with stages.stage("fixes", path):
+                    new_bytes, new_module = _fixed_bytes(module, edits, current)
+                    check_compiles(new_bytes, path or "<source>")
                 if new_bytes == current:
                     break
                 # The edited tree is the new text's (its code is that text), so the check of the fixed file

@@ -13,6 +13,7 @@ import tokenize
 import warnings
 from typing import TYPE_CHECKING, Callable, Optional, Tuple, Union
 
+from . import stages
 from .files import FileProblem
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def python_verdict(source: Union[str, bytes]) -> Tuple[Optional[ast.Module], Opt
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(_PYTHON_RECURSION_LIMIT)
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), stages.stage("python parse"):
             warnings.simplefilter("ignore")  # SyntaxWarnings about the user's code are not ours to print
             tree = ast.parse(source)
     except (RecursionError, MemoryError):
@@ -92,7 +93,7 @@ def parses(source: Union[str, bytes]) -> bool:
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(_PYTHON_RECURSION_LIMIT)  # as python_verdict judges depth
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), stages.stage("python parse"):
             warnings.simplefilter("ignore")
             symtable.symtable(source, "<source>", "exec")
     except Exception:  # SyntaxError, RecursionError, MemoryError, ValueError: ast.parse gives the verdict
@@ -117,9 +118,10 @@ def parse_with_libcst(source: Union[str, bytes], python_error: Optional[str]) ->
     # Other errors of Python's parser still go to libcst, which knows newer syntax than this Python;
     # when libcst fails too, Python's wording is the one users know.
     try:
-        if python_error is None:
-            return parse_unchecked(source)
-        return cst.parse_module(source)
+        with stages.stage("libcst parse"):
+            if python_error is None:
+                return parse_unchecked(source)
+            return cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         if python_error:
             raise FileProblem(python_error) from error

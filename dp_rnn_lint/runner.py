@@ -23,6 +23,7 @@ from .cache import MAY_INHERIT, NEEDS_ANALYSIS, ResultCache
 from .engine import (FileResult, Selection, Unsettled, first_look_verdict, lint_path, result_without_candidates,
                      settled_by_context, worth_a_look)
 from .files import FileProblem, read_source, read_source_and_stat
+from . import stages
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -103,11 +104,13 @@ def lint_files(tasks: Iterable[Task], options: Options, jobs: int = 1, cache: Op
             results[position] = FileResult(task.path, problem=task.problem)
             continue
         try:
-            source = read_source(task.path)
+            with stages.stage("walking and reading", task.path):
+                source = read_source(task.path)
+                worth = worth_a_look(source, task.selection)
         except FileProblem as problem:
             results[position] = FileResult(task.path, problem=str(problem))
             continue
-        if not worth_a_look(source, task.selection):
+        if not worth:
             results[position] = _slim(result_without_candidates(source, task.path, task.selection, task.named))
             continue
         if task.context is None and index is None:
@@ -194,7 +197,10 @@ class _Schedule:
             if not in_flight:
                 continue
             first_look, chunk, future = in_flight.popleft()
-            for position, outcome in zip(chunk, future.result()):
+            with stages.stage(stages.WAITING):
+                outcomes, counts = future.result()
+            stages.merge(counts)
+            for position, outcome in zip(chunk, outcomes):
                 if first_look:
                     self._looked(position, outcome, waiting)
                 else:
@@ -292,7 +298,8 @@ class _Workers:
         else:
             from concurrent.futures import ProcessPoolExecutor
 
-            self.pool = ProcessPoolExecutor(max_workers=self.count, mp_context=_context())
+            self.pool = ProcessPoolExecutor(max_workers=self.count, mp_context=_context(),
+                                            initializer=stages.forget_inherited)
 
     def __enter__(self) -> Tuple["Executor", int]:
         return self.pool, self.count
@@ -310,8 +317,10 @@ def _context():
     return None
 
 
-def _lint_chunk(work: List[Tuple[str, Selection, Options, FileContext, bool, bool, bool]]) -> List[FileResult]:
-    return [_lint_one(item) for item in work]
+def _lint_chunk(work: List[Tuple[str, Selection, Options, FileContext, bool, bool, bool]]):
+    """The chunk's results, with the worker's stage counts (`--stats`) since its last chunk."""
+    with stages.stage("other"):
+        return [_lint_one(item) for item in work], stages.take()
 
 
 def _lint_one(item: Tuple[str, Selection, Options, FileContext, bool, bool, bool]) -> FileResult:
@@ -322,14 +331,16 @@ def _lint_one(item: Tuple[str, Selection, Options, FileContext, bool, bool, bool
     return replace(result, findings=[finding.detached() for finding in result.findings])
 
 
-def _first_look_chunk(work: List[Tuple[str, Selection, bool]]) -> list:
-    return [_first_look_one(path, selection, named) for path, selection, named in work]
+def _first_look_chunk(work: List[Tuple[str, Selection, bool]]):
+    with stages.stage("other"):
+        return [_first_look_one(path, selection, named) for path, selection, named in work], stages.take()
 
 
 def _first_look_one(path: str, selection: Selection, named: bool = False):
     """The file's result if the cheap stages settle it, else _Deferred with what was read."""
     try:
-        source, stat = read_source_and_stat(path)
+        with stages.stage("walking and reading", path):
+            source, stat = read_source_and_stat(path)
     except FileProblem as problem:
         return FileResult(path, problem=str(problem))
     verdict = first_look_verdict(source, path, selection, named)

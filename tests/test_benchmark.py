@@ -46,18 +46,32 @@ def test_quick_run_writes_a_table_per_corpus_and_the_targets(quick_run):
     assert "| cores (nproc) |" in results and "| date |" in results
     targets = results.split("## Targets")[1].split("\n## ")[0]
     rows = [line for line in targets.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert len(rows) == 11
+    assert len(rows) == 13
     assert all(row.rstrip().endswith(("| met |", "| **missed** |", "| not measured |")) for row in rows)
     # ours runs everywhere, so the targets that need only ours are measured
     assert "a second run over an unchanged tree" in targets and "--fix ≤ 2×" in targets
     assert "| dp-rnn-lint | 1 |" in results
 
 
+def test_quick_run_says_where_the_time_goes_stage_by_stage(quick_run):
+    _, results = quick_run
+    section = results.split("## 6. where dp-rnn-lint's time goes")[1].split("\n## ")[0]
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in section.splitlines() if line.startswith("| ")}
+    from dp_rnn_lint.stages import STAGE_NAMES
+
+    assert list(rows)[2:] == list(STAGE_NAMES)  # after the header and its rule
+    # Every file of the corpus was walked and read; the stage's seconds are a number.
+    walked = rows["walking and reading"].split(" | ")
+    assert int(walked[1]) > 0 and float(walked[2].rstrip(" |")) >= 0
+    assert "torch-subset:" in section and "CPU s in all" in section
+
+
 def test_without_mirrors_the_real_model_parts_are_reported_as_not_run(quick_run):
     folder, results = quick_run
     targets = results.split("## Targets")[1].split("\n## ")[0]
     why = "not run: no mirrors of the real-world repositories (--mirrors DIR or $DP_RNN_LINT_MIRRORS)"
-    for name in ("#16 real models", "#16 one file inside a"):
+    for name in ("#16 real models", "#16 one file inside a", "#36 real models: dp-rnn-lint",
+                 "#36 real models: a second run"):
         row = next(line for line in targets.splitlines() if line.startswith(f"| {name}"))
         assert why in row and row.rstrip().endswith("| not measured |")
     assert "#16 torch subset: dp-rnn-lint wall time ≤ 0.5× ruff's" in targets

@@ -20,6 +20,7 @@ import builtins
 import os
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
+from .. import stages
 from ..files import project_root
 from .binder import (ASSIGN, DEF, FROM_IMPORT, LOOP, MODULE_IMPORT, PARAM, SELF, Binding, ClassInfo, FileSummary, Scope,
                      bind_file, self_attribute)
@@ -55,13 +56,18 @@ def _bound_from_disk(path: str) -> Optional[FileSummary]:
     summary = None
     try:
         with open(path, "rb") as handle:
-            summary = bind_file(path, ast.parse(handle.read(), filename=path))
+            data = handle.read()
+        with stages.stage("python parse", path):
+            tree = ast.parse(data, filename=path)
+        with stages.stage("model", path):
+            summary = bind_file(path, tree)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         summary = None
     _BOUND[path] = (version, summary)
     return summary
 
 
+@stages.counted_methods("model")
 class Evaluator:
     """Values of expressions across a project's files. `own` binds a file from a tree already parsed (the
     file being linted, whose text may not be on disk)."""
@@ -798,6 +804,7 @@ class Evaluator:
         return frozenset(found)
 
 
+@stages.counted_methods("model")
 class EvaluatedClasses:
     """The evaluator's answers about the classes of the file being linted, made on first question (most
     files never ask). `source` gives the file's text when no tree was parsed for it already."""
@@ -859,7 +866,11 @@ class EvaluatedClasses:
     @property
     def evaluator(self) -> Evaluator:
         if self._evaluator is None:
-            tree = self._tree if self._tree is not None else ast.parse(self._source())
+            if self._tree is not None:
+                tree = self._tree
+            else:
+                with stages.stage("python parse", self._path):
+                    tree = ast.parse(self._source())
             self._evaluator = Evaluator(own=(self._path, tree), handed=self._handed if self._handed_in else None)
         return self._evaluator
 

@@ -9,6 +9,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
+from .. import stages
 from .forward_path import ForwardPath
 from .modules import ModuleClass, ModuleModel
 from .names import NameResolver
@@ -31,10 +32,11 @@ class FileAnalysis:
                  rnn_words: Sequence[str] = ()) -> None:
         self.module = module
         self.context = context or FileContext()
-        self.resolver = NameResolver(module, module_name, is_package)
-        self.evaluated = EvaluatedClasses(path, tree, lambda: module.code, handed_in=self.context.handed_in)
-        # `rnn_words`: the user's words that mark a run-time class name as an RNN's (`extend-rnn-words`).
-        self.model = ModuleModel(module, self.resolver, evaluated=self.evaluated, rnn_words=rnn_words)
+        with stages.stage("file model", path or None):
+            self.resolver = NameResolver(module, module_name, is_package)
+            self.evaluated = EvaluatedClasses(path, tree, lambda: module.code, handed_in=self.context.handed_in)
+            # `rnn_words`: the user's words that mark a run-time class name as an RNN's (`extend-rnn-words`).
+            self.model = ModuleModel(module, self.resolver, evaluated=self.evaluated, rnn_words=rnn_words)
         self._paths: Dict[int, ForwardPath] = {}
         self._ast_calls: Optional[Dict[cst.Call, ast.Call]] = None
 
@@ -112,7 +114,8 @@ class FileAnalysis:
     def forward_path(self, cls: ModuleClass) -> ForwardPath:
         key = id(cls)
         if key not in self._paths:
-            self._paths[key] = ForwardPath(self.model, cls)
+            with stages.stage("file model"):
+                self._paths[key] = ForwardPath(self.model, cls)
         return self._paths[key]
 
 

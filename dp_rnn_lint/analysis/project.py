@@ -27,6 +27,7 @@ from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence,
 
 from ..files import (FileProblem, code_fingerprint, module_name_for, prepare_cache_folder, project_root, read_source,
                      replace_atomically, resolve_relative_import)
+from .. import stages
 from ..notebooks import cell_starts, in_cell, is_notebook
 from .ast_walk import child_nodes
 from .screen import may_inherit_text
@@ -588,6 +589,19 @@ def _summarize_file(path: str) -> dict:
     return (summarize(data, path) if data is not None else None) or _EMPTY_SUMMARY
 
 
+def _summarize_file_counted(path: str) -> Tuple[dict, Optional[stages.Counts]]:
+    """In a worker: the summary, with the worker's stage counts (`--stats`)."""
+    return _summarize_file(path), stages.take()
+
+
+def _summarized_in_pool(results: Iterable[Tuple[dict, Optional[stages.Counts]]]) -> List[dict]:
+    summaries = []
+    for summary, counts in results:
+        stages.merge(counts)
+        summaries.append(summary)
+    return summaries
+
+
 def _usable_summary(summary) -> bool:
     """None (not summarised yet), or a summary of the shape this version writes: a cache file edited or
     damaged by hand must not break a run."""
@@ -615,9 +629,12 @@ def summarize(source: bytes, path: str, tree: Optional[ast.Module] = None) -> Op
     """The file's summary, or None when Python cannot parse it (the linter reports that elsewhere).
     `tree`: Python's tree of the source, when the caller has parsed it already."""
     try:
-        tree = ast.parse(source) if tree is None else tree
-        module, is_package = module_name_for(path)
-        return _Summarizer(tree, source.splitlines(), module, is_package).summary()
+        if tree is None:
+            with stages.stage("python parse", path):
+                tree = ast.parse(source)
+        with stages.stage("index summaries", path):
+            module, is_package = module_name_for(path)
+            return _Summarizer(tree, source.splitlines(), module, is_package).summary()
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
@@ -673,6 +690,10 @@ class ProjectIndex:
     _builder: Optional["IndexBuilder"] = field(default=None, repr=False, compare=False)
 
     def context_for(self, path: str, scope: str) -> "FileContext":
+        with stages.stage("index build and contexts", path):
+            return self._context_for(path, scope)
+
+    def _context_for(self, path: str, scope: str) -> "FileContext":
         if self._by_file is None:  # grouped once: a run asks for every file's context
             self._by_file = {}
             for (file, name), site in self.wrapped.items():
@@ -952,12 +973,13 @@ class IndexBuilder:
         workers = min(jobs, len(keys))
         chunk = max(1, len(keys) // (workers * 8))
         if pool is not None:
-            return list(pool.map(_summarize_file, keys, chunksize=chunk))
+            return _summarized_in_pool(pool.map(_summarize_file_counted, keys, chunksize=chunk))
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as own:
-            return list(own.map(_summarize_file, keys, chunksize=chunk))
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=stages.forget_inherited) as own:
+            return _summarized_in_pool(own.map(_summarize_file_counted, keys, chunksize=chunk))
 
     def summary(self, key: str) -> dict:
         return self._entry(key, need_summary=True).summary
@@ -1509,7 +1531,9 @@ class _EvaluatedWraps:
         if key not in self._bound:
             self._bound[key] = data = self._builder._read(key)
             try:
-                self.evaluator.adopt(path, ast.parse(data))
+                with stages.stage("python parse", path):
+                    tree = ast.parse(data)
+                self.evaluator.adopt(path, tree)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return None
         return self.evaluator.summary(path)
@@ -1606,7 +1630,8 @@ def index_cache_file(cache_dir: Optional[Path], anchor: str) -> Optional[Path]:
 def build_index(paths: Iterable[str], sources: Optional[Mapping[str, bytes]] = None,
                 cache_file: Optional[Path] = None, jobs: int = 1, pool=None) -> ProjectIndex:
     """`pool`: a process pool of `jobs` workers to summarise wrap files in, instead of one of its own."""
-    builder = IndexBuilder(paths, sources, cache_file)
-    index = builder.build(jobs, pool)
-    builder.save_cache()
-    return index
+    with stages.stage("index build and contexts"):
+        builder = IndexBuilder(paths, sources, cache_file)
+        index = builder.build(jobs, pool)
+        builder.save_cache()
+        return index
