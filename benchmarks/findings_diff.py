@@ -3,8 +3,9 @@
     python benchmarks/findings_diff.py --save before.json [TREE ...]     # on the tree before the change
     python benchmarks/findings_diff.py --against before.json [TREE ...]  # after it: the differences, exit 1
 
-Each tree is linted from its own root, as a user runs the tool there, with every rule (`--preview`) in
-both scopes (`--scope any` and `--scope wrapped`), without a cache. A finding is its tree, path, place,
+Each tree is linted from its own root, as a user runs the tool there, with every rule (`--preview`; with
+`--no-preview`, the default rules only: files then reach the analysis by other routes, as most users'
+do) in both scopes (`--scope any` and `--scope wrapped`), without a cache. A finding is its tree, path, place,
 code and message, so a changed message counts too. Without TREE arguments: the fixture projects, the rule
 fixtures and, where they have been materialised (`benchmarks/realworld.py`, `benchmarks/bench.py`), the
 real-world corpus trees and the real-models corpus.
@@ -36,10 +37,11 @@ def default_trees() -> List[Path]:
     return trees
 
 
-def findings_of(tree: Path, scope: str) -> List[str]:
+def findings_of(tree: Path, scope: str, preview: bool = True) -> List[str]:
     """One line per finding (and per file that could not be linted), sorted."""
-    done = subprocess.run([sys.executable, "-m", "dp_rnn_lint", "--isolated", "--no-cache", "--preview", "--scope",
-                           scope, "--format", "json", "--exit-zero", "."], cwd=tree, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "dp_rnn_lint", "--isolated", "--no-cache",
+                           "--preview" if preview else "--no-preview", "--scope", scope, "--format", "json",
+                           "--exit-zero", "."], cwd=tree, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
         found = json.loads(done.stdout)
@@ -53,9 +55,10 @@ def findings_of(tree: Path, scope: str) -> List[str]:
     return sorted(lines)
 
 
-def snapshot(trees: Sequence[Path]) -> Dict[str, List[str]]:
-    return {f"{tree.relative_to(REPO) if tree.is_relative_to(REPO) else tree} [{scope}]": findings_of(tree, scope)
-            for tree in trees for scope in SCOPES}
+def snapshot(trees: Sequence[Path], preview: bool = True) -> Dict[str, List[str]]:
+    rules = "" if preview else ", default rules"
+    return {f"{tree.relative_to(REPO) if tree.is_relative_to(REPO) else tree} [{scope}{rules}]":
+            findings_of(tree, scope, preview) for tree in trees for scope in SCOPES}
 
 
 def differences(before: Dict[str, List[str]], after: Dict[str, List[str]]) -> List[str]:
@@ -72,10 +75,12 @@ def main(argv: Sequence[str] = None) -> int:
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--save", type=Path, metavar="FILE", help="write the findings to FILE")
     action.add_argument("--against", type=Path, metavar="FILE", help="compare with the findings saved in FILE")
+    parser.add_argument("--preview", action=argparse.BooleanOptionalAction, default=True,
+                        help="every rule (default), or with --no-preview the default rules only")
     parser.add_argument("trees", nargs="*", type=Path, help="folders to lint from their roots (default: see above)")
     args = parser.parse_args(argv)
     trees = [tree.resolve() for tree in args.trees] or default_trees()
-    current = snapshot(trees)
+    current = snapshot(trees, args.preview)
     count = sum(map(len, current.values()))
     if args.save:
         args.save.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from .analysis import FileAnalysis
+    from .analysis.evaluator import EvaluatedClasses
     from .rules.base import Rule
 
 # libcst, the analysis and the rules are imported where a file first needs them (see parse_with_libcst):
@@ -111,12 +112,13 @@ def worth_a_look(source: bytes, selection: Selection) -> bool:
 
 
 def _violations(module: cst.Module, path: str, rules: Sequence[Rule], context: FileContext,
-                tree: Optional[ast.Module] = None,
-                rnn_words: Sequence[str] = ()) -> Tuple[List[Violation], FileAnalysis]:
+                tree: Optional[ast.Module] = None, rnn_words: Sequence[str] = (),
+                evaluated: Optional["EvaluatedClasses"] = None) -> Tuple[List[Violation], FileAnalysis]:
     from .analysis import FileAnalysis
 
     module_name, is_package = module_name_for(path) if path else (None, False)
-    analysis = FileAnalysis(module, module_name, is_package, context, path=path, tree=tree, rnn_words=rnn_words)
+    analysis = FileAnalysis(module, module_name, is_package, context, path=path, tree=tree, rnn_words=rnn_words,
+                            evaluated=evaluated)
     found: List[Violation] = []
     for rule in rules:
         found.extend(rule.check(analysis))
@@ -152,11 +154,13 @@ def _locate(module: cst.Module, path: str, violations: Sequence[Violation], call
 
 
 def _analysed(module: cst.Module, path: str, rules: Sequence[Rule], tree: Optional[ast.Module], text: str,
-              context: FileContext, rnn_words: Sequence[str] = ()) -> List[Finding]:
+              context: FileContext, rnn_words: Sequence[str] = (),
+              evaluated: Optional["EvaluatedClasses"] = None) -> List[Finding]:
     """Located findings; an unexpected failure of the analysis becomes a per-file problem, not a crash.
-    `tree` is Python's tree of `text`, the module's code, when there is one (it places the findings)."""
+    `tree` is Python's tree of `text`, the module's code, when there is one (it places the findings);
+    `evaluated`, the evaluator's answers already asked about the file (with that tree)."""
     try:
-        violations, analysis = _violations(module, path, rules, context, tree, rnn_words)
+        violations, analysis = _violations(module, path, rules, context, tree, rnn_words, evaluated)
         return _locate(module, path, violations, analysis.resolver.calls, tree, text)
     except RecursionError as error:
         raise FileProblem("cannot analyse: nested too deeply") from error
@@ -181,6 +185,8 @@ class _FirstLook:
     tree: Optional[ast.Module] = None  # Python's tree, which places the findings
     # Ruled out only if no class of the file inherits an RNN from a base in another file (the project says).
     may_inherit: bool = False
+    # Analysed only because a class of it may run an RNN another file builds (its own text rules it out).
+    inherited_only: bool = False
 
 
 def own_context(source: Union[str, bytes], path: str) -> FileContext:
@@ -267,7 +273,10 @@ def _inherited_look(source: Union[str, bytes], codes: Sequence[str], look: _Firs
     may run an RNN built in another file (a base, an imported factory, an RNN handed in)."""
     if look.needs_analysis or not look.may_inherit or not _inherits_rnn(context, codes):
         return look
-    return _first_look(source, codes, look.tree, force=True)
+    # A wrap of what an imported factory returns is the other reason (DPR005): that one the model screen
+    # (_model_rules_out) does not judge.
+    wraps_a_factory = bool(context.rnn_factories) and bool(registry.screen_needs(codes).wrappers)
+    return replace(_first_look(source, codes, look.tree, force=True), inherited_only=not wraps_a_factory)
 
 
 def _inherits_rnn(context: FileContext, codes: Sequence[str]) -> bool:
@@ -306,8 +315,31 @@ def check_source(source: Union[str, bytes], path: str = "", selection: Selection
 
 def _check_parsed(source: Union[str, bytes], path: str, rules: Sequence[Rule], look: _FirstLook,
                   context: FileContext, rnn_words: Sequence[str] = ()) -> List[Finding]:
+    ruled_out, evaluated = _model_rules_out(source, path, look, context)
+    if ruled_out:
+        return []
     module = parse_with_libcst(source, look.python_error)
-    return _analysed(module, path, rules, look.tree, _module_text(module, source), context, rnn_words)
+    return _analysed(module, path, rules, look.tree, _module_text(module, source), context, rnn_words, evaluated)
+
+
+def _model_rules_out(source: Union[str, bytes], path: str, look: _FirstLook,
+                     context: FileContext) -> Tuple[bool, Optional["EvaluatedClasses"]]:
+    """The model's screen, before libcst: a file analysed only because its classes may run an RNN that
+    another file builds (the project index's cheap test of bases and imports) holds nothing for the rules
+    when the evaluator finds no class of it that subclasses a torch RNN or has an attribute that can hold
+    one; DataParallel's own targets and root modules are always analysed. (True, None) when it holds
+    nothing; else (False, the evaluator's answers so far, for the analysis to go on from)."""
+    if not look.inherited_only or look.tree is None or context.direct or context.roots:
+        return False, None
+    from .analysis.evaluator import EvaluatedClasses
+
+    text = source if isinstance(source, str) else None
+    evaluated = EvaluatedClasses(path, look.tree, lambda: text if text is not None else decode(source),
+                                 handed_in=context.handed_in)
+    try:
+        return (False, evaluated) if evaluated.may_run_rnn() else (True, None)
+    except Exception:  # a bug of ours: the analysis runs, and reports it as the file's problem if it recurs
+        return False, None
 
 
 @dataclass
@@ -421,11 +453,15 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[R
     from .fixes import FixError, check_compiles, text_edits
 
     try:
+        ruled_out, evaluated = _model_rules_out(source, path, look, context)
+        if ruled_out:
+            return result
         with stages.stage("libcst parse", path):
             module = parse_with_libcst(source, look.python_error)
         text = _module_text(module, source)
         with stages.stage("rules", path):
-            findings = without_suppressed(_analysed(module, path, rules, look.tree, text, context, rnn_words), text)
+            findings = without_suppressed(_analysed(module, path, rules, look.tree, text, context, rnn_words,
+                                                    evaluated), text)
         # Regenerating the code costs a pass over the tree, so it is checked only where edits are shown.
         exact_layout = not describe_fixes or not any(f.fixable for f in findings) or module.bytes == source
         if fix:

@@ -913,6 +913,19 @@ class EvaluatedClasses:
         except RecursionError:
             return {}
 
+    def may_run_rnn(self) -> bool:
+        """Whether a class of the file subclasses a torch RNN or has an attribute (set here or by a base, in
+        any file) that can hold one: without either, no rule that starts from an RNN class finds anything
+        here. Out of stack, yes (the analysis decides)."""
+        summary = self.evaluator.summary(self._path)
+        if summary is None:
+            return True
+        try:
+            return any(self.evaluator.rnn_class_kinds(ProjectClass(self._path, qualname))
+                       or self.evaluator.rnn_attributes(self._path, qualname) for qualname in summary.classes)
+        except RecursionError:
+            return True
+
     def assigned_attributes(self, qualname: str) -> Set[str]:
         try:
             return self.evaluator.assigned_attributes(self._path, qualname)

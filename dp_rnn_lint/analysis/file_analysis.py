@@ -29,12 +29,14 @@ class FileAnalysis:
 
     def __init__(self, module: cst.Module, module_name: Optional[str] = None, is_package: bool = False,
                  context: Optional[FileContext] = None, path: str = "", tree: Optional[ast.Module] = None,
-                 rnn_words: Sequence[str] = ()) -> None:
+                 rnn_words: Sequence[str] = (), evaluated: Optional[EvaluatedClasses] = None) -> None:
         self.module = module
         self.context = context or FileContext()
         with stages.stage("file model", path or None):
             self.resolver = NameResolver(module, module_name, is_package)
-            self.evaluated = EvaluatedClasses(path, tree, lambda: module.code, handed_in=self.context.handed_in)
+            # `evaluated`: the evaluator's answers already asked for this file (the engine's model screen).
+            self.evaluated = evaluated or EvaluatedClasses(path, tree, lambda: module.code,
+                                                           handed_in=self.context.handed_in)
             # `rnn_words`: the user's words that mark a run-time class name as an RNN's (`extend-rnn-words`).
             self.model = ModuleModel(module, self.resolver, evaluated=self.evaluated, rnn_words=rnn_words)
         self._paths: Dict[int, ForwardPath] = {}
