@@ -36,6 +36,9 @@ _MIN_FILES_FOR_POOL = 4
 # First looks go out this many files at a time at first, then twice as many each time, so that few
 # files are looked at twice when one turns out to need the index after all.
 _FIRST_LOOK_CHUNK = 4
+# Contexts are made this many files at a time (a context may cost the main process a parse): the first
+# files go to the workers while the main process makes the others'.
+_CONTEXT_BATCH = 16
 
 
 @dataclass(frozen=True)
@@ -181,8 +184,8 @@ class _Schedule:
                     costly = {position for position in look_queue if self.built.context_is_costly(self.tasks[position].path)}
                     waiting.extend(_Waiting(position) for position in look_queue if position not in costly)
                     look_queue = deque(position for position in look_queue if position in costly)
-                ready_queue.extend(self._with_contexts(waiting))
-                waiting = []
+                batch, waiting = waiting[:_CONTEXT_BATCH], waiting[_CONTEXT_BATCH:]
+                ready_queue.extend(self._with_contexts(batch))
             while len(in_flight) < limit and (ready_queue or look_queue):
                 if ready_queue:
                     chunk = [ready_queue.popleft() for _ in range(min(self.chunk, len(ready_queue)))]
@@ -194,8 +197,8 @@ class _Schedule:
                     self.look_chunk = min(self.look_chunk * 2, self.chunk)
                     work = [(self.tasks[i].path, self.tasks[i].selection, self.tasks[i].named) for i in chunk]
                     in_flight.append((True, chunk, self.pool.submit(_first_look_chunk, work)))
-            if not in_flight:
-                continue
+            if not in_flight or (waiting and not in_flight[0][2].done()):
+                continue  # with contexts left to make, the main process waits for no worker
             first_look, chunk, future = in_flight.popleft()
             with stages.stage(stages.WAITING):
                 outcomes, counts = future.result()
@@ -281,6 +284,9 @@ class _InProcess:
 class _Done:
     def __init__(self, value: Any = None, error: Optional[BaseException] = None) -> None:
         self.value, self.error = value, error
+
+    def done(self) -> bool:
+        return True
 
     def result(self) -> Any:
         if self.error is not None:

@@ -226,9 +226,13 @@ class _Summarizer:
     """What the index needs of one file: names it imports, its classes (bases, the calls in their
     methods), what its functions return, and its wrap sites with their targets as written."""
 
-    def __init__(self, tree: ast.Module, lines: Sequence[bytes], module: Optional[str], is_package: bool) -> None:
+    def __init__(self, tree: ast.Module, lines: Sequence[bytes], module: Optional[str], is_package: bool,
+                 names_rnn: bool = True) -> None:
         self.tree = tree
         self.lines = lines
+        # Whether the text names torch's RNN classes (LSTM, GRU, RNN) at all: a call can hand one to a
+        # class only where some spelling of it (an import, an alias, `nn.LSTM`) is in the text.
+        self.names_rnn = names_rnn
         self.module = module
         self.is_package = is_package
         self.imports: Dict[str, Optional[str]] = {}
@@ -255,7 +259,7 @@ class _Summarizer:
         for call, function, cls in calls:
             if self._is_wrap(call):
                 self._wrap_site(call, function, cls)
-            elif call.args or call.keywords:
+            elif (call.args or call.keywords) and self.names_rnn:
                 self._handed_rnns(call, function, cls)
         for qualname, info in self.classes.items():
             info["calls"] = sorted(info["calls"])
@@ -634,7 +638,8 @@ def summarize(source: bytes, path: str, tree: Optional[ast.Module] = None) -> Op
                 tree = ast.parse(source)
         with stages.stage("index summaries", path):
             module, is_package = module_name_for(path)
-            return _Summarizer(tree, source.splitlines(), module, is_package).summary()
+            names_rnn = any(word in source for word in (b"LSTM", b"GRU", b"RNN"))
+            return _Summarizer(tree, source.splitlines(), module, is_package, names_rnn).summary()
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
@@ -824,10 +829,10 @@ def _nearest(files: Sequence[str], near: Optional[str]) -> Optional[str]:
     if near is None:
         return None
 
-    def shared(file: str) -> int:
-        return len(os.path.commonpath([os.path.dirname(file), os.path.dirname(near)]))
-    best = max(shared(file) for file in files)
-    closest = [file for file in files if shared(file) == best]
+    folder = os.path.dirname(near)
+    shared = [len(os.path.commonpath([os.path.dirname(file), folder])) for file in files]
+    best = max(shared)
+    closest = [file for file, length in zip(files, shared) if length == best]
     return closest[0] if len(closest) == 1 else None
 
 
@@ -873,6 +878,9 @@ class IndexBuilder:
         self._evaluated_wraps: Optional["_EvaluatedWraps"] = None
         self._self_names: Dict[str, Set[str]] = {}
         self._mentions: Optional[Dict[str, Set[str]]] = None
+        # (module, the importing file's folder) -> the module's file: the same imports are resolved from
+        # every file of a folder, and picking among copies compares paths.
+        self._module_files: Dict[Tuple[str, Optional[str]], Optional[str]] = {}
         for key in self.paths:
             module, is_package = self._module_of[key] = module_name_for(key)
             if module:
@@ -1059,6 +1067,12 @@ class IndexBuilder:
     def _module_file(self, module: str, near: Optional[str] = None) -> Optional[str]:
         """The file of a module name. Where several files have that name (copies of one package in one
         tree), the one beside the importing file `near`: the tree its own imports run from."""
+        memo_key = (module, os.path.dirname(near) if near is not None else None)
+        if memo_key not in self._module_files:
+            self._module_files[memo_key] = self._module_file_uncached(module, near)
+        return self._module_files[memo_key]
+
+    def _module_file_uncached(self, module: str, near: Optional[str]) -> Optional[str]:
         tail = tuple(module.split("."))
         for found in (self._modules.get(module), self._by_suffix.get(tail), self._by_suffix.get(tail + ("__init__",))):
             # The last two: a folder without __init__.py (a namespace package, a scripts folder) by the path's tail.
