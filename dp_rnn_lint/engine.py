@@ -232,6 +232,10 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
     words = _STRONG_WORDS if force else _candidate_words_found(data, codes, rnn_words)
     # Only common words, and the text rules the file out: as if it held none (no parse for its syntax).
     candidates = words == _STRONG_WORDS or (words == _WEAK_WORDS and may_have_findings_text(data, needs))
+    # The words rule out the file's own content; only what it inherits is in question. Where the caller
+    # hands over Python's tree (flake8), that tree says so more precisely than the text, and the verdict
+    # must still be the one a run without the tree reaches: not to be analysed for its own content.
+    words_rule_out = False
     if not candidates:
         check_readable(source)  # not worth parsing, but a binary or undecodable `.py` file gets an error line
         if check_syntax and tree is None and not parses(source):
@@ -243,6 +247,7 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
             # tree (ProjectIndex.may_run_rnn_elsewhere), and the forced look parses if it comes to that.
             note = too_large(data)
             return _FirstLook(False, note=note, may_inherit=not note)
+        words_rule_out = not wraps
     note = too_large(data)
     if note:
         return _FirstLook(False, note=note)
@@ -259,7 +264,7 @@ def _first_look(source: Union[str, bytes], codes: Sequence[str], tree: Optional[
             raise FileProblem(python_error)
     if not force and tree is not None:
         with stages.stage("ast screen"):
-            ruled_out = not (may_have_findings_text(data, needs) and may_have_findings(tree, needs))
+            ruled_out = words_rule_out or not (may_have_findings_text(data, needs) and may_have_findings(tree, needs))
             may_inherit = ruled_out and ((inherited and inherits_from_elsewhere(tree))
                                          or (wraps and wraps_imported_call(tree, needs.wrappers)))
         if ruled_out:
@@ -306,20 +311,30 @@ def check_source(source: Union[str, bytes], path: str = "", selection: Selection
             return []
         context = own_context(source, path) if context is None else context()
         codes = screened_codes(all_codes, context)
+        if look.needs_analysis and codes and list(codes) != list(all_codes):
+            # The context took codes away (a rule for DataParallel's targets, in a file with none): what
+            # kept the file may have been one of them, so the screens look again with the codes left.
+            look = _first_look(source, codes, look.tree, rnn_words=selection.rnn_words)
         look = _inherited_look(source, codes, look, context)
     if not codes or look is None or not look.needs_analysis:
         return []
-    rules = [rule for rule in selection.rules() if rule.code in codes]
-    return run_with_deep_stack(_check_parsed, source, path, rules, look, context, selection.rnn_words)
+    return run_with_deep_stack(_check_parsed, source, path, _rules_loader(selection, codes), look, context,
+                               selection.rnn_words)
 
 
-def _check_parsed(source: Union[str, bytes], path: str, rules: Sequence[Rule], look: _FirstLook,
+def _rules_loader(selection: Selection, codes: Sequence[str]) -> Callable[[], List[Rule]]:
+    """The selected rules among `codes`, loaded when first asked for: loading them imports libcst, which
+    a process whose files the model screen settles never needs (a flake8 worker, most runs)."""
+    return lambda: [rule for rule in selection.rules() if rule.code in codes]
+
+
+def _check_parsed(source: Union[str, bytes], path: str, rules: Callable[[], List[Rule]], look: _FirstLook,
                   context: FileContext, rnn_words: Sequence[str] = ()) -> List[Finding]:
     ruled_out, evaluated = _model_rules_out(source, path, look, context)
     if ruled_out:
         return []
     module = parse_with_libcst(source, look.python_error)
-    return _analysed(module, path, rules, look.tree, _module_text(module, source), context, rnn_words, evaluated)
+    return _analysed(module, path, rules(), look.tree, _module_text(module, source), context, rnn_words, evaluated)
 
 
 def _model_rules_out(source: Union[str, bytes], path: str, look: _FirstLook,
@@ -443,19 +458,20 @@ def lint_source(source: bytes, path: str, selection: Selection = Selection(), fi
         result.problem = look.python_error  # Python's word on syntax, as libcst is not asked
         return result
     # Only files that reach libcst need the deep stack (see run_with_deep_stack).
-    rules = [rule for rule in selection.rules() if rule.code in codes]
-    return run_with_deep_stack(_lint_parsed, result, source, path, rules, fix, describe_fixes, look, context,
-                               unsafe_fixes, selection.rnn_words)
+    return run_with_deep_stack(_lint_parsed, result, source, path, _rules_loader(selection, codes), fix,
+                               describe_fixes, look, context, unsafe_fixes, selection.rnn_words)
 
 
-def _lint_parsed(result: FileResult, source: bytes, path: str, rules: Sequence[Rule], fix: bool, describe_fixes: bool,
-                 look: _FirstLook, context: FileContext, unsafe_fixes: bool, rnn_words: Sequence[str] = ()) -> FileResult:
+def _lint_parsed(result: FileResult, source: bytes, path: str, load_rules: Callable[[], List[Rule]], fix: bool,
+                 describe_fixes: bool, look: _FirstLook, context: FileContext, unsafe_fixes: bool,
+                 rnn_words: Sequence[str] = ()) -> FileResult:
+    ruled_out, evaluated = _model_rules_out(source, path, look, context)
+    if ruled_out:
+        return result
     from .fixes import FixError, check_compiles, text_edits
 
     try:
-        ruled_out, evaluated = _model_rules_out(source, path, look, context)
-        if ruled_out:
-            return result
+        rules = load_rules()
         with stages.stage("libcst parse", path):
             module = parse_with_libcst(source, look.python_error)
         text = _module_text(module, source)

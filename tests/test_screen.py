@@ -296,3 +296,56 @@ def test_the_state_rule_keeps_every_forward_and_only_files_with_one():
     counter = "import torch.nn as nn\nclass Meter(nn.Module):\n    def forward(self, x):\n        return x\n"
     assert not screened_out(counter, needs)
     assert screened_out("import torch.nn as nn\nclass Meter(nn.Module):\n    def step(self, x):\n        return x\n", needs)
+
+
+# No candidate word (no RNN, packing or DataParallel), a class with a forward on a base of another
+# file, and a `getattr(nn, ...)` that the tree screen would keep: the words rule the file's own content
+# out, whether or not the caller hands over Python's tree (flake8 does, the command line does not).
+_INHERITS_WITHOUT_CANDIDATE_WORDS = textwrap.dedent('''\
+    import torch.nn as nn
+
+    from .observers import Observer
+
+
+    class Equalizer(Observer):
+        def forward(self, x):
+            scale = getattr(nn, self.kind)
+            return scale(x)
+''')
+
+
+def test_with_or_without_flake8s_tree_a_file_without_candidate_words_is_not_analysed(monkeypatch):
+    from dp_rnn_lint import engine
+    from dp_rnn_lint.analysis.project import FileContext
+
+    def analysed(*args, **kwargs):
+        raise AssertionError("the file went to the analysis")
+
+    monkeypatch.setattr(engine, "run_with_deep_stack", analysed)
+    source = _INHERITS_WITHOUT_CANDIDATE_WORDS
+    assert check_source(source, "pkg/equalize.py", context=FileContext()) == []
+    assert check_source(source, "pkg/equalize.py", tree=ast.parse(source), context=FileContext()) == []
+    assert check_source(source, "pkg/equalize.py", tree=ast.parse(source), context=lambda: FileContext()) == []
+
+
+def test_flake8s_file_kept_only_by_a_rule_its_context_takes_away_is_not_analysed(monkeypatch):
+    """Only DPR008 (a rule for DataParallel's own targets) would look at this file; the project says no
+    class of it is one, so with the codes left the screens rule it out, as a command-line run does."""
+    from dp_rnn_lint import engine
+    from dp_rnn_lint.analysis.project import FileContext
+
+    source = textwrap.dedent('''\
+        import torch.nn as nn
+        from torch.nn.utils.rnn import PackedSequence
+
+
+        class Repacker(nn.Module):
+            def forward(self, batch):
+                return PackedSequence(batch.data, batch.sizes)
+    ''')
+
+    def analysed(*args, **kwargs):
+        raise AssertionError("the file went to the analysis")
+
+    monkeypatch.setattr(engine, "run_with_deep_stack", analysed)
+    assert check_source(source, "repack.py", tree=ast.parse(source), context=lambda: FileContext()) == []
