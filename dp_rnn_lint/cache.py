@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 from . import __version__
 from .analysis.project import FileContext
@@ -103,12 +103,7 @@ class ResultCache:
 
     def put(self, key: str, result: FileResult) -> None:
         self._write(key, {
-            "findings": [
-                {"line": f.line, "col": f.col, "end_line": f.end_line, "end_col": f.end_col, "code": f.code,
-                 "message": f.message, "fixable": f.fixable, "safe": bool(f.fix and f.fix.safe),
-                 "fix": f.fix.description if f.fix else ""}
-                for f in result.findings
-            ],
+            "findings": [_stored_finding(f) for f in result.findings],
             "problem": result.problem,
             "note": result.note,
         })
@@ -136,3 +131,83 @@ class ResultCache:
             return False
         self._ready = True
         return True
+
+
+# A file younger than this may still change within the tick of the clock that stamped it, keeping its size
+# and modification time: a run that read one is not saved whole (git calls this "racily clean").
+_RACY_SECONDS = 3.0
+
+
+class RunCache:
+    """A whole run's results, for the same command over an unchanged tree, as ruff answers a repeated run
+    from file sizes and times without reading the files: keyed by this linter's code, every linted file's
+    path, settings and size and modification time, and those of every other file the project index would
+    read. One entry per command (`slot`), overwritten by each run; a damaged entry is a miss."""
+
+    def __init__(self, folder: Path, slot: str) -> None:
+        import hashlib
+
+        self.folder = folder / __version__
+        self.entry = self.folder / "runs" / f"{hashlib.sha256(slot.encode('utf-8', 'surrogateescape')).hexdigest()[:24]}.json"
+
+    @staticmethod
+    def key(linted: List[Tuple[str, Optional[str], Selection, str, bool]], index_files: List[str]) -> Tuple[str, int]:
+        """The key of a run, and the newest modification time among its files (ns). `linted`: (path, the
+        problem found walking to it, its selection, what else of its settings changes findings, whether
+        it was named)."""
+        import hashlib
+
+        digest = hashlib.sha256(code_fingerprint().encode())
+        newest = 0
+        stats: Dict[str, str] = {}
+        for path in sorted({path for path, *_ in linted} | set(index_files)):
+            try:
+                info = os.stat(path)
+                stats[path] = f"{info.st_size}:{info.st_mtime_ns}"
+                newest = max(newest, info.st_mtime_ns)
+            except OSError as error:
+                stats[path] = f"unreadable:{error.errno}"
+        for path, problem, selection, settings, named in linted:
+            digest.update(f"{path}\0{problem}\0{selection!r}\0{settings}\0{named}\0{stats[path]}\n"
+                          .encode("utf-8", "surrogateescape"))
+        for path in sorted(set(index_files) - {path for path, *_ in linted}):
+            digest.update(f"{path}\0{stats[path]}\n".encode("utf-8", "surrogateescape"))
+        return digest.hexdigest(), newest
+
+    def get(self, key: str) -> Optional[List[FileResult]]:
+        import json
+
+        try:
+            with open(self.entry, encoding="utf-8") as handle:
+                stored = json.load(handle)
+            if stored.get("key") != key:
+                return None
+            return [FileResult(item["path"], ResultCache._result(item, item["path"], None).findings, item["problem"],
+                               original=item["original"].encode("utf-8", "surrogateescape")
+                               if item["original"] is not None else None, note=item["note"])
+                    for item in stored["results"]]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def put(self, key: str, newest_mtime_ns: int, results: List[FileResult]) -> None:
+        import json
+        import time
+
+        if time.time_ns() - newest_mtime_ns < _RACY_SECONDS * 1e9 or not prepare_cache_folder(self.folder):
+            return
+        stored = {"key": key, "results": [
+            {"path": result.path, "problem": result.problem, "note": result.note,
+             "original": result.original.decode("utf-8", "surrogateescape") if result.original is not None else None,
+             "findings": [_stored_finding(f) for f in result.findings]}
+            for result in results]}
+        try:
+            self.entry.parent.mkdir(exist_ok=True)
+            replace_atomically(str(self.entry), json.dumps(stored).encode("utf-8"), prefix=".run-")
+        except OSError:
+            pass  # an unwritable cache makes the next run slower, not wrong
+
+
+def _stored_finding(finding: Finding) -> dict:
+    return {"line": finding.line, "col": finding.col, "end_line": finding.end_line, "end_col": finding.end_col,
+            "code": finding.code, "message": finding.message, "fixable": finding.fixable,
+            "safe": bool(finding.fix and finding.fix.safe), "fix": finding.fix.description if finding.fix else ""}

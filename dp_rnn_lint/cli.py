@@ -18,7 +18,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Set, TextIO, Tuple
 from . import __version__
 from .config import (ConfigError, Settings, SettingsResolver, code_list, pattern_list, per_file_ignores, word_list,
                      selected_codes)
-from .cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, ResultCache, default_cache_dir
+from .cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, ResultCache, RunCache, default_cache_dir
 from .engine import FileResult, Selection, check_source, lint_source, source_encoding
 from .runner import Options, Task, default_jobs, lint_files
 from .engine import decode as decode_source
@@ -356,6 +356,7 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
 
     results: List[FileResult] = []
     index = None
+    run_cache, run_key, newest, from_run_cache = None, "", 0, False
     if "-" in args.paths:
         # For editors: `dp-rnn-lint - --stdin-filename model.py`.
         if args.paths != ["-"]:
@@ -408,19 +409,35 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
             index = build_index(files, cache_file=index_cache_file(cache_dir, anchor), jobs=jobs, pool=pool)
             return index
 
+        if (cache_dir is not None and walked and not (fix or args.add_noqa or describe_fixes)
+                and all(settings.scope != "wrapped" for _, settings in settings_per_path)):
+            # A folder linted again: with no file changed (by size and modification time) and the same
+            # settings, the last run's results are this one's, and no file is read. Wrapped scope also
+            # reports the project's unresolved wraps, and fixes need each file's syntax tree: not these.
+            index_files, _ = project_files([(path, settings) for path, problem, _, settings in found if problem is None],
+                                           walked)
+            run_cache = RunCache(cache_dir, repr(sorted(os.path.abspath(path) for path in args.paths)))
+            run_key, newest = RunCache.key([(path, problem, selection, settings.scope, path in named)
+                                            for path, problem, selection, settings in found], index_files)
+            cached = run_cache.get(run_key)
+            if cached is not None:
+                results, from_run_cache = cached, True
         lazy = _needs_index([(selection, settings) for _, _, selection, settings in found])
-        if lazy and any(settings.scope == "wrapped" for _, settings in settings_per_path):
+        if from_run_cache:
+            pass
+        elif lazy and any(settings.scope == "wrapped" for _, settings in settings_per_path):
             # Wrapped scope lists the wraps it could not resolve, so its index is built whatever the files.
             built_index()
             lazy = False
         # Otherwise the index is built only once a file needs the analysis (most trees have none).
-        tasks = [Task(path, selection, problem,
-                      index.context_for(path, settings.scope) if index else (None if lazy else FileContext()),
-                      scope=settings.scope, named=path in named, unsafe_fixes=settings.unsafe_fixes)
-                 for path, problem, selection, settings in found]
-        cache = None if cache_dir is None else ResultCache(cache_dir)
-        results = lint_files(tasks, Options(fix=fix, write=write, describe_fixes=describe_fixes), jobs=jobs, cache=cache,
-                             index=built_index if lazy else None)
+        if not from_run_cache:
+            tasks = [Task(path, selection, problem,
+                          index.context_for(path, settings.scope) if index else (None if lazy else FileContext()),
+                          scope=settings.scope, named=path in named, unsafe_fixes=settings.unsafe_fixes)
+                     for path, problem, selection, settings in found]
+            cache = None if cache_dir is None else ResultCache(cache_dir)
+            results = lint_files(tasks, Options(fix=fix, write=write, describe_fixes=describe_fixes), jobs=jobs,
+                                 cache=cache, index=built_index if lazy else None)
         if index is not None:
             index.save()  # the files summarised for their classes' bases, for the next run
     if "-" in args.paths:
@@ -428,7 +445,10 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
         linted = {stdin_name: (stdin_settings.selection_for(stdin_name), stdin_settings)}
     else:
         linted = {path: (selection, settings) for path, _, selection, settings in found}
-    _add_unused_noqa(results, linted, index)
+    if not from_run_cache:
+        _add_unused_noqa(results, linted, index)
+        if run_cache is not None:
+            run_cache.put(run_key, newest, results)
     if args.add_noqa:
         return _add_noqa(results, err)
     results = [_in_cells(result) for result in results]

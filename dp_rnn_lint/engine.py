@@ -278,8 +278,8 @@ def _inherited_look(source: Union[str, bytes], codes: Sequence[str], look: _Firs
     may run an RNN built in another file (a base, an imported factory, an RNN handed in)."""
     if look.needs_analysis or not look.may_inherit or not _inherits_rnn(context, codes):
         return look
-    # A wrap of what an imported factory returns is the other reason (DPR005): that one the model screen
-    # (_model_rules_out) does not judge.
+    # A wrap of what an imported factory returns is the other reason (the rule on wraps of RNNs): that one
+    # the model screen (_model_rules_out) does not judge.
     wraps_a_factory = bool(context.rnn_factories) and bool(registry.screen_needs(codes).wrappers)
     return replace(_first_look(source, codes, look.tree, force=True), inherited_only=not wraps_a_factory)
 
