@@ -423,9 +423,7 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
             if cached is not None:
                 results, from_run_cache = cached, True
         lazy = _needs_index([(selection, settings) for _, _, selection, settings in found])
-        if from_run_cache:
-            pass
-        elif lazy and any(settings.scope == "wrapped" for _, settings in settings_per_path):
+        if not from_run_cache and lazy and any(settings.scope == "wrapped" for _, settings in settings_per_path):
             # Wrapped scope lists the wraps it could not resolve, so its index is built whatever the files.
             built_index()
             lazy = False
