@@ -480,3 +480,33 @@ def test_saved_wrap_answers_follow_the_files_they_rest_on(tmp_path):
     assert wrapped_rnn_lines() == ["9"]  # from the saved answers
     (project / "model.py").write_text(model.replace("self.part = Encoder()", "self.part = Decoder()  # now"))
     assert wrapped_rnn_lines() == ["17"]  # Decoder's GRU: the saved answers rested on model.py
+
+
+def test_many_wrap_files_resolve_the_same_when_the_build_starts_fresh_evaluators(tmp_path, monkeypatch):
+    """A project of many wrap files is resolved by a fresh evaluator every few files (each bound file keeps
+    its syntax tree): the answers are those of one evaluator for all, and the saved answers still rest on
+    every file any of them read."""
+    from dp_rnn_lint.analysis import project
+
+    files = {"models.py": MODEL}
+    for number in range(7):
+        files[f"train_{number}.py"] = f"""
+            import torch.nn as nn
+            from models import Tagger, Encoder
+
+            model = nn.DataParallel({'Tagger()' if number % 2 else 'Encoder()'})
+        """
+    paths = write_project(tmp_path, files)
+
+    def built(limit: int):
+        monkeypatch.setattr(project, "_WRAP_FILES_PER_EVALUATOR", limit)
+        builder = IndexBuilder(paths)
+        index = builder.build()
+        return index, builder._evaluated_wraps.stored()
+
+    one, stored_one = built(1000)
+    fresh, stored_fresh = built(2)
+    assert names(one.wrapped) == {"Tagger", "Encoder"}
+    assert (fresh.wrapped, fresh.direct, fresh.unresolved) == (one.wrapped, one.direct, one.unresolved)
+    read = lambda stored: {os.path.basename(entry[0]) for entry in stored["files"]}  # noqa: E731
+    assert "models.py" in read(stored_fresh) and read(stored_fresh) == read(stored_one)

@@ -1470,6 +1470,13 @@ _UNFOLLOWED = {
 }
 
 
+# Wrap files one evaluator binds from the index's bytes before the next answers start from a fresh one: a
+# bound file keeps its syntax tree, and a project of thousands of wrap sites (2,000 generated models, each
+# wrapped) held them all at once (660 MB). Answers already made are kept; an evaluator's memo, keyed by
+# nodes, goes with it.
+_WRAP_FILES_PER_EVALUATOR = 32
+
+
 class _EvaluatedWraps:
     """What a DataParallel call of the project wraps, and what then runs on the replicas, as the evaluator
     says: the module argument's values (names through scopes and imports, factories' returns, `.cuda()`),
@@ -1479,6 +1486,7 @@ class _EvaluatedWraps:
         self._builder = builder
         self._evaluator = None
         self._bound: Dict[str, bytes] = {}  # the files bound from the index's bytes, with those bytes
+        self._read_before: Set[str] = set()  # the files earlier evaluators of the build read
         # Answers of an earlier run, kept while every file they rest on is as it was then (all or nothing:
         # the evaluator's memo lets one answer rest on files another read).
         stored = builder._stored_wraps or {}
@@ -1506,7 +1514,7 @@ class _EvaluatedWraps:
         if not self._cacheable:
             return None
         files = dict(self._files)
-        for path in (self._evaluator.read if self._evaluator is not None else ()):
+        for path in self._read_before | (self._evaluator.read if self._evaluator is not None else set()):
             try:
                 status = os.stat(path)
             except OSError:
@@ -1543,6 +1551,9 @@ class _EvaluatedWraps:
         if key in self._builder.sources:
             self._cacheable = False  # text not on disk: nothing to check a saved answer against
         if key not in self._bound:
+            if len(self._bound) >= _WRAP_FILES_PER_EVALUATOR:
+                self._read_before |= self._evaluator.read
+                self._evaluator, self._bound = None, {}
             self._bound[key] = data = self._builder._read(key)
             try:
                 with stages.stage("python parse", path):
