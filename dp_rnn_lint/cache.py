@@ -142,60 +142,56 @@ class RunCache:
     """A whole run's results, for the same command over an unchanged tree, as ruff answers a repeated run
     from file sizes and times without reading the files: keyed by this linter's code, every linted file's
     path, settings and size and modification time, and those of every other file the project index would
-    read. One entry per command (`slot`), overwritten by each run; a damaged entry is a miss."""
+    read. One entry per command (`slot`), overwritten by each run; a damaged entry is a miss.
 
-    def __init__(self, folder: Path, slot: str) -> None:
+    `linted`: for each linted file, (path, the problem found walking to it, its selection, what else of
+    its settings changes findings, whether it was named); `index_files`: the files the index would read."""
+
+    def __init__(self, folder: Path, slot: str, linted: List[Tuple[str, Optional[str], Selection, str, bool]],
+                 index_files: List[str]) -> None:
         import hashlib
 
         self.folder = folder / __version__
         self.entry = self.folder / "runs" / f"{hashlib.sha256(slot.encode('utf-8', 'surrogateescape')).hexdigest()[:24]}.json"
-
-    @staticmethod
-    def key(linted: List[Tuple[str, Optional[str], Selection, str, bool]], index_files: List[str]) -> Tuple[str, int]:
-        """The key of a run, and the newest modification time among its files (ns). `linted`: (path, the
-        problem found walking to it, its selection, what else of its settings changes findings, whether
-        it was named)."""
-        import hashlib
-
         digest = hashlib.sha256(code_fingerprint().encode())
-        newest = 0
+        self.newest_mtime_ns = 0
+        linted_paths = {path for path, *_ in linted}
         stats: Dict[str, str] = {}
-        for path in sorted({path for path, *_ in linted} | set(index_files)):
+        for path in sorted(linted_paths | set(index_files)):
             try:
                 info = os.stat(path)
                 stats[path] = f"{info.st_size}:{info.st_mtime_ns}"
-                newest = max(newest, info.st_mtime_ns)
+                self.newest_mtime_ns = max(self.newest_mtime_ns, info.st_mtime_ns)
             except OSError as error:
                 stats[path] = f"unreadable:{error.errno}"
         for path, problem, selection, settings, named in linted:
             digest.update(f"{path}\0{problem}\0{selection!r}\0{settings}\0{named}\0{stats[path]}\n"
                           .encode("utf-8", "surrogateescape"))
-        for path in sorted(set(index_files) - {path for path, *_ in linted}):
+        for path in sorted(set(index_files) - linted_paths):
             digest.update(f"{path}\0{stats[path]}\n".encode("utf-8", "surrogateescape"))
-        return digest.hexdigest(), newest
+        self.key = digest.hexdigest()
 
-    def get(self, key: str) -> Optional[List[FileResult]]:
+    def get(self) -> Optional[List[FileResult]]:
         import json
 
         try:
             with open(self.entry, encoding="utf-8") as handle:
                 stored = json.load(handle)
-            if stored.get("key") != key:
+            if stored.get("key") != self.key:
                 return None
-            return [FileResult(item["path"], ResultCache._result(item, item["path"], None).findings, item["problem"],
-                               original=item["original"].encode("utf-8", "surrogateescape")
-                               if item["original"] is not None else None, note=item["note"])
-                    for item in stored["results"]]
+            results = [ResultCache._result(item, item["path"], item["original"].encode("utf-8", "surrogateescape")
+                                           if item["original"] is not None else None) for item in stored["results"]]
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
+        return None if None in results else results  # a damaged entry: lint again
 
-    def put(self, key: str, newest_mtime_ns: int, results: List[FileResult]) -> None:
+    def put(self, results: List[FileResult]) -> None:
         import json
         import time
 
-        if time.time_ns() - newest_mtime_ns < _RACY_SECONDS * 1e9 or not prepare_cache_folder(self.folder):
+        if time.time_ns() - self.newest_mtime_ns < _RACY_SECONDS * 1e9 or not prepare_cache_folder(self.folder):
             return
-        stored = {"key": key, "results": [
+        stored = {"key": self.key, "results": [
             {"path": result.path, "problem": result.problem, "note": result.note,
              "original": result.original.decode("utf-8", "surrogateescape") if result.original is not None else None,
              "findings": [_stored_finding(f) for f in result.findings]}

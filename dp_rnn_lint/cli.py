@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 import dataclasses
+import functools
 import os
 import re
 import sys
@@ -356,7 +357,8 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
 
     results: List[FileResult] = []
     index = None
-    run_cache, run_key, newest, from_run_cache = None, "", 0, False
+    run_cache: Optional[RunCache] = None
+    from_run_cache = False
     if "-" in args.paths:
         # For editors: `dp-rnn-lint - --stdin-filename model.py`.
         if args.paths != ["-"]:
@@ -400,12 +402,17 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
         cache_dir = None if args.no_cache else (Path(args.cache_dir) if args.cache_dir else default_cache_dir(args.paths[0]))
         jobs = args.jobs or default_jobs()
 
+        @functools.cache
+        def the_project() -> Tuple[List[str], str]:
+            """The project's files and the folder its index cache is named by, walked once: the run cache's key
+            and the index both read them. The project of the linted files is indexed, not just the files
+            named: a class in one file may derive from a base, or be wrapped, in another (pre-commit names
+            only the changed files)."""
+            return project_files([(path, settings) for path, problem, _, settings in found if problem is None], walked)
+
         def built_index(pool=None):
-            # The project of the linted files is indexed, not just the files named: a class in one file may
-            # derive from a base, or be wrapped, in another (pre-commit names only the changed files).
             nonlocal index
-            files, anchor = project_files([(path, settings) for path, problem, _, settings in found if problem is None],
-                                          walked)
+            files, anchor = the_project()
             index = build_index(files, cache_file=index_cache_file(cache_dir, anchor), jobs=jobs, pool=pool)
             return index
 
@@ -414,12 +421,10 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
             # A folder linted again: with no file changed (by size and modification time) and the same
             # settings, the last run's results are this one's, and no file is read. Wrapped scope also
             # reports the project's unresolved wraps, and fixes need each file's syntax tree: not these.
-            index_files, _ = project_files([(path, settings) for path, problem, _, settings in found if problem is None],
-                                           walked)
-            run_cache = RunCache(cache_dir, repr(sorted(os.path.abspath(path) for path in args.paths)))
-            run_key, newest = RunCache.key([(path, problem, selection, settings.scope, path in named)
-                                            for path, problem, selection, settings in found], index_files)
-            cached = run_cache.get(run_key)
+            run_cache = RunCache(cache_dir, repr(sorted(os.path.abspath(path) for path in args.paths)),
+                                 [(path, problem, selection, settings.scope, path in named)
+                                  for path, problem, selection, settings in found], the_project()[0])
+            cached = run_cache.get()
             if cached is not None:
                 results, from_run_cache = cached, True
         lazy = _needs_index([(selection, settings) for _, _, selection, settings in found])
@@ -446,7 +451,7 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
     if not from_run_cache:
         _add_unused_noqa(results, linted, index)
         if run_cache is not None:
-            run_cache.put(run_key, newest, results)
+            run_cache.put(results)
     if args.add_noqa:
         return _add_noqa(results, err)
     results = [_in_cells(result) for result in results]

@@ -348,8 +348,8 @@ def _model_rules_out(source: Union[str, bytes], path: str, look: _FirstLook,
         return False, None
     from .analysis.evaluator import EvaluatedClasses
 
-    text = source if isinstance(source, str) else None
-    evaluated = EvaluatedClasses(path, look.tree, lambda: text if text is not None else decode(source),
+    # With Python's tree given, the evaluator never asks for the text.
+    evaluated = EvaluatedClasses(path, look.tree, lambda: source if isinstance(source, str) else decode(source),
                                  handed_in=context.handed_in)
     try:
         return (False, evaluated) if evaluated.may_run_rnn() else (True, None)
@@ -470,45 +470,45 @@ def _lint_parsed(result: FileResult, source: bytes, path: str, load_rules: Calla
         return result
     from .fixes import FixError, check_compiles, text_edits
 
-    try:
-        rules = load_rules()
-        with stages.stage("libcst parse", path):
+    # The file's stage: libcst's parse and the fixes inside it count apart, for this file.
+    with stages.stage("rules", path):
+        try:
+            rules = load_rules()
             module = parse_with_libcst(source, look.python_error)
-        text = _module_text(module, source)
-        with stages.stage("rules", path):
-            findings = without_suppressed(_analysed(module, path, rules, look.tree, text, context, rnn_words,
-                                                    evaluated), text)
-        # Regenerating the code costs a pass over the tree, so it is checked only where edits are shown.
-        exact_layout = not describe_fixes or not any(f.fixable for f in findings) or module.bytes == source
-        if fix:
-            current = source  # the module's bytes: known, so never regenerated just to compare
-            rounds = 0
-            while rounds < _MAX_FIX_ROUNDS and any(f.applicable(unsafe_fixes) for f in findings):
-                rounds += 1
-                fixable_before = Counter(f.code for f in findings if f.applicable(unsafe_fixes))
-                edits = [edit for f in findings if f.applicable(unsafe_fixes) for edit in f.fix.edits]
-                with stages.stage("fixes", path):
-                    new_bytes, new_module = _fixed_bytes(module, edits, current)
-                    check_compiles(new_bytes, path or "<source>")
-                if new_bytes == current:
-                    break
-                # The edited tree is the new text's (its code is that text), so the check of the fixed file
-                # analyses it without parsing again; Python parses the text only to place the findings.
-                module, current = new_module, new_bytes
-                text = _module_text(module, new_bytes)
-                findings = without_suppressed(
-                    _analysed(module, path, rules, python_verdict(new_bytes)[0], text, context, rnn_words), text)
-                fixable_after = Counter(f.code for f in findings if f.applicable(unsafe_fixes))
-                result.fixed_codes += fixable_before - fixable_after
-                if sum(fixable_after.values()) >= sum(fixable_before.values()):
-                    break  # a fix that does not remove its finding must not be applied again and again
-            if current != source:
-                result.fixed = current
-        if describe_fixes and exact_layout:
-            findings = [replace(f, edits=text_edits(module, f.fix)) if f.fix else f for f in findings]
-        result.findings = findings
-    except (FileProblem, FixError) as problem:
-        result.problem = str(problem)
+            text = _module_text(module, source)
+            findings = without_suppressed(
+                _analysed(module, path, rules, look.tree, text, context, rnn_words, evaluated), text)
+            # Regenerating the code costs a pass over the tree, so it is checked only where edits are shown.
+            exact_layout = not describe_fixes or not any(f.fixable for f in findings) or module.bytes == source
+            if fix:
+                current = source  # the module's bytes: known, so never regenerated just to compare
+                rounds = 0
+                while rounds < _MAX_FIX_ROUNDS and any(f.applicable(unsafe_fixes) for f in findings):
+                    rounds += 1
+                    fixable_before = Counter(f.code for f in findings if f.applicable(unsafe_fixes))
+                    edits = [edit for f in findings if f.applicable(unsafe_fixes) for edit in f.fix.edits]
+                    with stages.stage("fixes"):
+                        new_bytes, new_module = _fixed_bytes(module, edits, current)
+                        check_compiles(new_bytes, path or "<source>")
+                    if new_bytes == current:
+                        break
+                    # The edited tree is the new text's (its code is that text), so the check of the fixed file
+                    # analyses it without parsing again; Python parses the text only to place the findings.
+                    module, current = new_module, new_bytes
+                    text = _module_text(module, new_bytes)
+                    findings = without_suppressed(
+                        _analysed(module, path, rules, python_verdict(new_bytes)[0], text, context, rnn_words), text)
+                    fixable_after = Counter(f.code for f in findings if f.applicable(unsafe_fixes))
+                    result.fixed_codes += fixable_before - fixable_after
+                    if sum(fixable_after.values()) >= sum(fixable_before.values()):
+                        break  # a fix that does not remove its finding must not be applied again and again
+                if current != source:
+                    result.fixed = current
+            if describe_fixes and exact_layout:
+                findings = [replace(f, edits=text_edits(module, f.fix)) if f.fix else f for f in findings]
+            result.findings = findings
+        except (FileProblem, FixError) as problem:
+            result.problem = str(problem)
     return result
 
 

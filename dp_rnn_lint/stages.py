@@ -15,25 +15,24 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import dp_rnn_lint as _package
 
-# The stages in the order a file meets them, and what each covers.
-STAGES: Tuple[Tuple[str, str], ...] = (
-    ("start-up and imports", "the interpreter's start and imports, to the command line parsed"),
-    ("walking and reading", "finding the files, reading their bytes, the cheapest word test"),
-    ("text screen", "the word and text tests of a first look"),
-    ("python parse", "Python's `ast` parser, wherever it runs"),
-    ("ast screen", "the screens on Python's tree"),
-    ("index summaries", "the project index's summary of a file"),
-    ("index build and contexts", "wrap sites, what they wrap, each file's context"),
-    ("model", "binding files and the evaluator's answers"),
-    ("libcst parse", "libcst's parser, for the files that reach the rules"),
-    ("file model", "module classes and forward paths on libcst"),
-    ("rules", "the rules' own work"),
-    ("fixes", "applying fixes and checking the fixed code"),
-    ("other", "the rest: handing out work, the engine's glue, reports"),
+# The stages in the order a file meets them.
+STAGE_NAMES: Tuple[str, ...] = (
+    "start-up and imports",  # the interpreter's start and imports, to the command line parsed
+    "walking and reading",  # finding the files, reading their bytes, the cheapest word test
+    "text screen",  # the word and text tests of a first look
+    "python parse",  # Python's `ast` parser, wherever it runs
+    "ast screen",  # the screens on Python's tree
+    "index summaries",  # the project index's summary of a file
+    "index build and contexts",  # wrap sites, what they wrap, each file's context
+    "model",  # binding files and the evaluator's answers
+    "libcst parse",  # libcst's parser, for the files that reach the rules
+    "file model",  # module classes and forward paths on libcst
+    "rules",  # the rules' own work
+    "fixes",  # applying fixes and checking the fixed code
+    "other",  # the rest: handing out work, the engine's glue, reports
 )
 # The main process waiting for its workers: shown, not counted as work.
 WAITING = "waiting for workers"
-STAGE_NAMES = tuple(name for name, _ in STAGES)
 # Set in the environment too, so that workers started by `spawn` (not only `fork`) count.
 _ENVIRONMENT_FLAG = "DP_RNN_LINT_STATS"
 
@@ -65,10 +64,6 @@ def enable() -> None:
     _enabled = True
     os.environ[_ENVIRONMENT_FLAG] = "1"
     _add("start-up and imports", _clock())  # the interpreter's start counts too
-
-
-def enabled() -> bool:
-    return _enabled
 
 
 class _Stage:
@@ -118,19 +113,6 @@ def stage(name: str, path: Optional[str] = None):
     return _Stage(name, path) if _enabled else _OFF
 
 
-def counted(name: str):
-    """A decorator: every call of the function is in stage `name`."""
-    def decorate(function):
-        def wrapper(*args, **kwargs):
-            if not _enabled:
-                return function(*args, **kwargs)
-            with _Stage(name, None):
-                return function(*args, **kwargs)
-        wrapper.__name__, wrapper.__doc__, wrapper.__wrapped__ = function.__name__, function.__doc__, function
-        return wrapper
-    return decorate
-
-
 # Classes whose public methods count as a stage once counting is on: (class, stage).
 _COUNTED_CLASSES: List[Tuple[type, str]] = []
 
@@ -151,7 +133,16 @@ def _count_methods(cls: type, name: str) -> None:
     for attribute, value in list(vars(cls).items()):
         # Plain functions only: a staticmethod, classmethod or property wrapped so would bind differently.
         if isinstance(value, types.FunctionType) and (attribute == "__init__" or not attribute.startswith("_")):
-            setattr(cls, attribute, counted(name)(value))
+            setattr(cls, attribute, _counted(name, value))
+
+
+def _counted(name: str, function):
+    """`function`, its every call in stage `name` (put in only once counting is on)."""
+    def wrapper(*args, **kwargs):
+        with _Stage(name, None):
+            return function(*args, **kwargs)
+    wrapper.__name__, wrapper.__doc__, wrapper.__wrapped__ = function.__name__, function.__doc__, function
+    return wrapper
 
 
 def _add(name: str, seconds: float) -> None:

@@ -828,7 +828,6 @@ def _nearest(files: Sequence[str], near: Optional[str]) -> Optional[str]:
     """The one file that shares the longest leading folders with `near`; None when that is not one file."""
     if near is None:
         return None
-
     folder = os.path.dirname(near)
     shared = [len(os.path.commonpath([os.path.dirname(file), folder])) for file in files]
     best = max(shared)
@@ -1552,7 +1551,8 @@ class _EvaluatedWraps:
             self._cacheable = False  # text not on disk: nothing to check a saved answer against
         if key not in self._bound:
             if len(self._bound) >= _WRAP_FILES_PER_EVALUATOR:
-                self._read_before |= self._evaluator.read
+                if self._evaluator is not None:  # None only if no file bound so far parsed
+                    self._read_before |= self._evaluator.read
                 self._evaluator, self._bound = None, {}
             self._bound[key] = data = self._builder._read(key)
             try:
