@@ -724,3 +724,55 @@ def test_code_after_an_if_that_returns_runs_only_when_the_if_does_not(test, exit
 ])
 def test_a_compaction_before_an_early_exit_covers_the_rest(before, exit):
     assert findings(EARLY_EXIT.format(before=before, test="sample", exit=exit)) == []
+
+
+HANDED_HOLDER = """\
+import torch.nn as nn
+
+
+class Question(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(4, 4, batch_first=True)
+
+    def forward(self, x):
+        self.rnn.flatten_parameters()
+        return self.rnn(x)[0][:, -1]
+
+    def encode_all(self, x):
+        return self.rnn(x)[0]
+
+
+class VQA(nn.Module):
+    def __init__(self, question, size):
+        super().__init__()
+        self.question = question
+        self.out = nn.Linear(size, 2)
+
+    def forward(self, q):
+        return {forward}
+
+    def generate(self, q):
+        return self.question.encode_all(q)
+
+
+def build(size=4):
+    {build}
+"""
+
+
+@pytest.mark.parametrize("forward, build, flagged", [
+    # Handed in by the builder, positionally or by keyword, directly or through a name.
+    ("self.out(self.question.encode_all(q))", "return VQA(Question(), size)", True),
+    ("self.out(self.question.encode_all(q))", "question = Question()\n    return VQA(size=size, question=question)", True),
+    ("self.out(self._encode(q))\n\n    def _encode(self, q):\n        return self.question.encode_all(q)",
+     "return VQA(Question(), size)", True),  # through a method forward runs on self
+    ("self.out(self.question(q))", "return VQA(Question(), size)", False),  # only generate() calls it
+    ("self.out(self.question.encode_all(q))", "return VQA(nn.Identity(), size)", False),  # never a Question
+])
+def test_a_method_a_holder_runs_on_a_module_handed_to_its_constructor_is_on_the_forward_path(forward, build, flagged):
+    source = HANDED_HOLDER.format(forward=forward, build=build)
+    line = source.splitlines().index("        return self.rnn(x)[0]") + 1
+    assert findings(source) == ([(line, "DPR001")] if flagged else [])
+    if flagged:
+        assert findings(fixed(source)) == []

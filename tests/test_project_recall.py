@@ -44,6 +44,11 @@ def relative(found: set, root) -> set:
     return {(path.removeprefix(prefix).removeprefix("./"), line, code) for path, line, code in found}
 
 
+# The holder project: modules whose holders (in other files, handed them by a builder) call their
+# methods besides forward on the forward pass.
+MARKED = [SAMPLE, FIXTURES / "projects" / "holder_project"]
+
+
 @pytest.fixture
 def project(tmp_path):
     target = tmp_path / "tagger_project"
@@ -51,14 +56,24 @@ def project(tmp_path):
     return target
 
 
-def test_the_whole_project_reports_what_the_markers_say(project):
+@pytest.fixture(params=MARKED, ids=lambda path: path.name)
+def marked_project(request, tmp_path):
+    target = tmp_path / request.param.name
+    shutil.copytree(request.param, target)
+    return target
+
+
+def test_the_whole_project_reports_what_the_markers_say(marked_project):
+    project = marked_project
+    assert expected(project, "any")
     assert relative(located(run(project, ".").stdout), project) == expected(project, "any")
     wrapped = run(project, "--scope", "wrapped", ".")
     assert relative(located(wrapped.stdout), project) == expected(project, "wrapped")
     assert "could not be resolved" not in wrapped.stdout  # self.model = self.build_model() is followed
 
 
-def test_each_file_alone_from_another_folder_and_through_flake8_reports_the_same(project, tmp_path):
+def test_each_file_alone_from_another_folder_and_through_flake8_reports_the_same(marked_project, tmp_path):
+    project = marked_project
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     every = expected(project, "any")
@@ -81,8 +96,8 @@ HARNESS_CHECK = textwrap.dedent("""
 """)
 
 
-def harness_problems(project) -> list:
-    result = subprocess.run([sys.executable, "-c", HARNESS_CHECK, str(project / "tagger" / "model.py")],
+def harness_problems(project, model_file: str = "tagger/model.py") -> list:
+    result = subprocess.run([sys.executable, "-c", HARNESS_CHECK, str(project / model_file)],
                             cwd=project, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()
@@ -99,6 +114,22 @@ def test_the_fixed_project_passes_the_harness(project):
     assert harness_problems(project) == []
     assert "All checks passed!" in run(project, ".").stdout
     assert "isinstance(self._module, nn.RNNBase)" in (project / "tagger" / "wrappers.py").read_text()
+
+
+def test_the_holder_project_s_fix_compacts_in_the_methods_its_holders_run(tmp_path):
+    # Answerer (built by a function that hands it its encoders) runs every_step() and read_tokens() of
+    # its submodules in its forward pass: the harness sees both RNNs run uncompacted on the replicas.
+    pytest.importorskip("torch")
+    project = tmp_path / "holder_project"
+    shutil.copytree(MARKED[1], project)
+    before = harness_problems(project, "vqa/answering.py")
+    assert len(before) == 2 and all("before flatten_parameters()" in line for line in before), before
+    fixed = run(project, "--fix", ".")
+    assert "2 fixed, 0 remaining" in fixed.stdout, fixed.stdout
+    assert harness_problems(project, "vqa/answering.py") == []
+    text = (project / "vqa" / "questions.py").read_text()
+    assert "def every_step(self, x):\n        self.rnn.flatten_parameters()\n" in text
+    assert "def probe(self, x):\n        # Held" in text  # held by a plain object only: left alone
 
 
 BASE = """\

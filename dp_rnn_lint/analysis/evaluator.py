@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import builtins
 import os
+import re
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from .. import stages
@@ -85,6 +86,7 @@ class Evaluator:
         self._depth = 0
         self._roots: Dict[str, Tuple[str, ...]] = {}
         self._comprehensions: Dict[int, Scope] = {}
+        self._calls_memo: Dict[str, Dict[str, List[ast.Call]]] = {}
         # While a step that rebuilds an attribute from itself is evaluated (`self.layers =
         # nn.ModuleList(self.layers)`), what `self.<attr>` held before that step.
         self._before_rebuild: Dict[Tuple[ProjectClass, str], Values] = {}
@@ -278,15 +280,54 @@ class Evaluator:
                     found |= self.values(argument, caller, receiver) if argument is not None else (
                         default or {Unknown(Why.PARAMETER)})
                 return frozenset(found)
-        if owner is not None and node.name == "__init__" and self._handed is not None:
+        if owner is not None and node.name == "__init__":
             position = _parameter_position(node, binding.name)
-            handed = self._handed(owner, binding.name, position)
+            handed = self._handed(owner, binding.name, position) if self._handed is not None else NOTHING
             if handed:
                 # A module handed in (`Wrapper(nn.LSTM(...))`) says nothing of what other callers hand; a
                 # class handed in (`Encoder(rnn_class=nn.GRU)`) is a type parameter, holding RNN classes.
                 modules = any(isinstance(value, Instance) for value in handed)
-                return handed | {Unknown(Why.OTHER_CALLERS if modules else Why.PARAMETER)} | default
+                handed = handed | {Unknown(Why.OTHER_CALLERS if modules else Why.PARAMETER)}
+            # The calls building the class in its own file (`build_model()` handing `Model` the encoder
+            # it made): other files may build it with something else.
+            built = self._constructor_arguments(owner, node, binding.name)
+            if built:
+                return handed | built | {Unknown(Why.OTHER_CALLERS)} | default
+            if handed:
+                return handed | default
         return frozenset({Unknown(Why.PARAMETER)}) | default
+
+    def _constructor_arguments(self, owner: ProjectClass, init: ast.AST, name: str) -> Values:
+        """What the calls of `owner` in its own file pass its __init__'s parameter `name`; nothing when no
+        such call is found (a call that leaves it to its default, or passes `*args`, adds nothing)."""
+        summary = self.summary(owner.path)
+        if summary is None:
+            return NOTHING
+        simple = owner.qualname.rsplit(".", 1)[-1]
+        found: Set[Value] = set()
+        for call in self._calls_by_name(summary).get(simple, ()):
+            scope = summary.scope_at(call)
+            receiver = ProjectClass(owner.path, scope.owner_class) if scope.owner_class else None
+            if owner not in self.values(call.func, scope, receiver):
+                continue
+            argument = _argument_for(call, init, name, skip_self=True)
+            if argument is not None:
+                found |= self.values(argument, scope, receiver)
+        return frozenset(found)
+
+    def _calls_by_name(self, summary: FileSummary) -> Dict[str, List[ast.Call]]:
+        """The calls of a file by the last part of their callee's name (`Model` for `models.Model(...)`)."""
+        found = self._calls_memo.get(summary.path)
+        if found is None:
+            found = {}
+            for node in ast.walk(summary.tree):
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    simple = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+                    if simple is not None:
+                        found.setdefault(simple, []).append(node)
+            self._calls_memo[summary.path] = found
+        return found
 
     def _calls_from_override(self, owner: ProjectClass, method: str,
                              receiver: ProjectClass) -> List[Tuple[ast.Call, Scope, bool]]:
@@ -1021,22 +1062,61 @@ class EvaluatedClasses:
             return None
         return None
 
-    def holders_of(self, qualname: str, holders: Sequence[str]) -> Dict[str, Set[str]]:
-        """For each of the classes `holders` of this file, its attributes that only ever hold an instance of
-        the class `qualname` of this file (`self.text = TextProcessor(...)`)."""
-        wanted = Instance(ProjectClass(self._path, qualname))
-        found: Dict[str, Set[str]] = {}
+    def methods_run_by_holders(self, qualname: str, names: FrozenSet[str], files: Sequence[str]) -> Dict[str, str]:
+        """Which of the methods `names` of a class of this file the forward pass of a module class (of this
+        file or of `files`, those that may build it) calls on an attribute that can hold an instance of it
+        (`self.q_emb.forward_all(q)`, `q_emb` handed to the holder's constructor): under DataParallel they
+        run on the replicas as forward does. The holder's forward pass is its forward and the methods that
+        runs on self. {method: the holder's qualified name}."""
+        target = ProjectClass(self._path, qualname)
+        found: Dict[str, str] = {}
+        called = re.compile(r"\.(?:" + "|".join(map(re.escape, sorted(names))) + r")\s*\(")
         try:
-            for holder in holders:
-                cls = ProjectClass(self._path, holder)
-                for owner in self.evaluator.mro(cls):
-                    info = self.evaluator.class_info(owner) if isinstance(owner, ProjectClass) else None
-                    for attr in info.self_assigned if info is not None else ():
-                        if self.evaluator.assigned_values(cls, attr) == frozenset({wanted}):
-                            found.setdefault(holder, set()).add(attr)
+            for path in dict.fromkeys([self._path, *files]):
+                if path != self._path and not called.search(_text_of(path)):
+                    continue  # no call of these methods there: not worth binding the file
+                summary = self.evaluator.summary(path)
+                for name in summary.classes if summary is not None else ():
+                    holder = ProjectClass(summary.path, name)
+                    if holder == target:
+                        continue
+                    for attr, method in self._held_calls(holder, names):
+                        if method not in found and Instance(target) in self.evaluator.instance_attribute(holder, attr):
+                            found[method] = name
         except RecursionError:
-            return {}
+            return found
         return found
+
+    def _held_calls(self, holder: ProjectClass, names: FrozenSet[str]) -> List[Tuple[str, str]]:
+        """(attribute, method) for each `self.<attribute>.<method>(...)` with a method among `names` on the
+        forward pass of `holder`, when it is a module class."""
+        start = self.evaluator.find_method(holder, "forward")
+        if start is None:
+            return []
+        calls: List[Tuple[str, str]] = []
+        pending, seen = [start], set()
+        while pending and len(seen) < _MAX_PATH_METHODS:
+            owner, method = pending.pop()
+            if id(method) in seen:
+                continue
+            seen.add(id(method))
+            summary = self.evaluator.summary(owner.path)
+            scope = summary.scope_of(method) if summary is not None else None
+            me = scope.self_name if scope is not None else None
+            for call in ast.walk(method) if me else ():
+                func = call.func if isinstance(call, ast.Call) else None
+                if not isinstance(func, ast.Attribute):
+                    continue
+                attr = self_attribute(func.value, me)
+                if attr is not None and func.attr in names:
+                    calls.append((attr, func.attr))
+                elif self_attribute(func, me) is not None:
+                    helper = self.evaluator.find_method(holder, func.attr)
+                    if helper is not None:
+                        pending.append(helper)
+        if calls and not (self.evaluator.is_module_class(holder) or self.evaluator.may_be_module_class(holder)):
+            return []
+        return calls
 
     def entries_from_elsewhere(self, qualname: str) -> List[str]:
         try:
@@ -1044,6 +1124,9 @@ class EvaluatedClasses:
         except RecursionError:
             return []
 
+
+# How many methods of a holder's forward pass are read for its calls of a held module's methods.
+_MAX_PATH_METHODS = 32
 
 _DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
                             "torch.nn.parallel.data_parallel.DataParallel"})
@@ -1073,6 +1156,14 @@ def _holds_modules(folder: str) -> bool:
         return any(name.endswith(".py") and name != "__init__.py" for name in os.listdir(folder))
     except OSError:
         return False
+
+
+def _text_of(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _calls_held(func: ast.AST, me: Optional[str]) -> Optional[str]:

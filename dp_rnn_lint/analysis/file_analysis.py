@@ -117,7 +117,9 @@ class FileAnalysis:
         key = id(cls)
         if key not in self._paths:
             with stages.stage("file model"):
-                self._paths[key] = ForwardPath(self.model, cls)
+                # The files that may build the class hold it in a module: their forward may call its methods.
+                holder_files = self.context.files_building(self.model.qualname(cls.node))
+                self._paths[key] = ForwardPath(self.model, cls, holder_files)
         return self._paths[key]
 
 

@@ -99,7 +99,7 @@ Event = Union[Invocation, Flatten, WeightReplacement, PadCall, PackCall]
 class ForwardPath:
     """The events of one module class's forward pass."""
 
-    def __init__(self, model: ModuleModel, cls: ModuleClass) -> None:
+    def __init__(self, model: ModuleModel, cls: ModuleClass, holder_files: Sequence[str] = ()) -> None:
         self.model = model
         self.cls = cls
         self.rnns: Dict[str, RnnSubmodule] = model.rnn_submodules(cls)
@@ -121,10 +121,13 @@ class ForwardPath:
         running = frozenset(name for owner in cls.mro() for name, method in owner.methods.items()
                             if name != "forward" and not name.startswith("__") and method not in walked
                             and _mentions_attribute(method, self.rnns))
-        for name in model.called_from_other_forwards(cls, running):
+        # method name -> the class whose forward calls it on its instance of this one
+        self.held_entries: Dict[str, str] = {}
+        for name, holder in model.called_from_other_forwards(cls, running, holder_files).items():
             found = cls.find_method(name)
             if found is not None and found[0] not in walked:
                 walked.add(found[0])
+                self.held_entries[name] = holder
                 self.events.extend(self.walk(found[0], found[1], set(), conditions=_entry(found[0])))
 
     def walk(self, method: cst.FunctionDef, owner: ModuleClass, active: Set[cst.FunctionDef],
@@ -421,6 +424,12 @@ _ENTRIES = -1  # the "conditional" whose arms are a class's ways into its forwar
 
 def _entry(method: cst.FunctionDef) -> Conditions:
     return ((_ENTRIES, method.name.value, False),)
+
+
+def entry_of(event: Event) -> Optional[str]:
+    """The name of the method by which the event's path enters the class (forward, or a method another
+    module's forward calls)."""
+    return next((arm for test, arm, _ in event.conditions if isinstance(test, int) and test == _ENTRIES), None)
 
 
 def _mentions_attribute(method: cst.FunctionDef, attrs) -> bool:

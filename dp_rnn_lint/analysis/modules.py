@@ -243,7 +243,6 @@ class ModuleModel:
         for cls in self.classes + undecided:
             cls.bases = [by_node[base] for base in self._same_file_bases(cls.node) if base in by_node]
         self._rnn_memo: Dict[int, Dict[str, RnnSubmodule]] = {}
-        self._holders_memo: Dict[int, Dict[int, set]] = {}
         self._assigned_memo: Dict[int, set] = {}
         # A class whose base nothing here can follow (another package's, a name the project index could
         # not resolve) is taken as a module when it defines forward and builds a torch RNN on self: the RNN
@@ -290,38 +289,14 @@ class ModuleModel:
                 entries.append(hit)
         return entries
 
-    def holding_attributes(self, cls: ModuleClass) -> Dict[int, set]:
-        """For each other module class of this file (by id), its attributes that only ever hold an instance
-        of `cls` (`self.text = TextProcessor(...)`). It evaluates every attribute of those classes: asked
-        only when a caller's cheap look says it matters, and once per class."""
-        if cls.node not in self._class_scopes:
+    def called_from_other_forwards(self, cls: ModuleClass, names: FrozenSet[str],
+                                   files: Sequence[str] = ()) -> Dict[str, str]:
+        """Which of the methods `names` of `cls` the forward pass of another module class (of this file or
+        of `files`) calls on an attribute that can hold an instance of `cls` (`self.encoder.encode_all(x)`):
+        they run on the replicas as much as forward does. {method: the holder class's qualified name}."""
+        if not names or cls.node not in self._class_scopes:
             return {}
-        key = id(cls)
-        if key not in self._holders_memo:
-            others = [other for other in self.classes if other is not cls and other.node in self._class_scopes]
-            held = self._evaluated.holders_of(self.qualname(cls.node), [self.qualname(other.node) for other in others])
-            self._holders_memo[key] = {id(other): held[self.qualname(other.node)] for other in others
-                                       if self.qualname(other.node) in held}
-        return self._holders_memo[key]
-
-    def called_from_other_forwards(self, cls: ModuleClass, names: FrozenSet[str]) -> List[str]:
-        """Which of the methods `names` of `cls` the forward of another module class of this file calls on an
-        attribute that holds an instance of `cls` (`self.encoder.encode_all(x)`): they run on the replicas
-        as much as forward does."""
-        found: List[str] = []
-        for other in self.classes if names else ():
-            forward = other.find_method("forward") if other is not cls else None
-            me = self_name(forward[0]) if forward is not None else None
-            if me is None:
-                continue
-            calls = [(is_self_attribute(call.func.value, me), call.func.attr.value)
-                     for call in iter_nodes(forward[0].body, (cst.Call,))
-                     if isinstance(call.func, cst.Attribute) and call.func.attr.value in names]
-            calls = [(attr, method) for attr, method in calls if attr]
-            if calls:  # only then are the holders worth evaluating
-                held = self.holding_attributes(cls).get(id(other), set())
-                found += [method for attr, method in calls if attr in held and method not in found]
-        return found
+        return self._evaluated.methods_run_by_holders(self.qualname(cls.node), names, files)
 
     def rnn_subclass_kind(self, node: cst.ClassDef) -> Optional[str]:
         """"nn.LSTM" when a class of this file subclasses torch's RNN, LSTM or GRU (through any base, in any

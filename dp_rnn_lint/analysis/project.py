@@ -120,6 +120,8 @@ class FileEntry:
     flags: int  # _text_flags()
     imports: Optional[list] = None  # imports_in_text(), None until asked for
     constructed: Optional[list] = None  # the class-like names the text calls (_CALLED_CLASS), None until asked for
+    # the methods the text calls on something an instance holds (_HELD_METHOD_CALL_TEXT), made with `constructed`
+    held_calls: Optional[list] = None
 
     @classmethod
     def of(cls, data: bytes, size: int, mtime_ns: int) -> "FileEntry":
@@ -132,17 +134,19 @@ class FileEntry:
 
     def stored(self) -> list:
         return [self.size, self.mtime_ns, self.summarised_at_build, self.summary, self.flags, self.imports,
-                self.constructed]
+                self.constructed, self.held_calls]
 
     @classmethod
     def from_stored(cls, stored: object) -> Optional["FileEntry"]:
         """The entry a cache file holds, or None when it is not one this version wrote."""
-        if not (isinstance(stored, list) and len(stored) == 7 and isinstance(stored[0], int) and isinstance(stored[1], int)
+        if not (isinstance(stored, list) and len(stored) == 8 and isinstance(stored[0], int) and isinstance(stored[1], int)
                 and _usable_summary(stored[3]) and isinstance(stored[4], int)
                 and (stored[5] is None or _usable_imports(stored[5]))
-                and (stored[6] is None or isinstance(stored[6], list) and all(isinstance(n, str) for n in stored[6]))):
+                and all(names is None or isinstance(names, list) and all(isinstance(n, str) for n in names)
+                        for names in stored[6:8])
+                and (stored[6] is None) == (stored[7] is None)):
             return None
-        return cls(stored[0], stored[1], bool(stored[2]), stored[3], stored[4], stored[5], stored[6])
+        return cls(stored[0], stored[1], bool(stored[2]), stored[3], stored[4], stored[5], stored[6], stored[7])
 
 
 _RNN_NAME_IN_CALL = re.compile(r"RNN|LSTM|GRU")
@@ -150,6 +154,9 @@ _RNN_NAME_IN_CALL = re.compile(r"RNN|LSTM|GRU")
 # before it, which would make the scan of every file's text nearly twice as slow: `lstmEncoder(` also
 # yields `Encoder`, a file looked at for nothing. Possessive, so a name that no `(` follows fails at once.
 _CALLED_CLASS = re.compile(rb"([A-Z]\w*+)\s*+\(")
+# `self.attention.init_states(`: a method called on something the instance holds, the only call of a held
+# module's method the evaluator follows (possessive, as above; no `\b`, which makes it six times slower).
+_HELD_METHOD_CALL_TEXT = re.compile(rb"self\.[A-Za-z_]\w*+\.([A-Za-z_]\w*+)\s*+\(")
 
 
 def _text_flags(data: bytes) -> int:
@@ -185,7 +192,7 @@ _SETTINGS_ATTRIBUTE_TEXT = re.compile(
 _MAX_DEPTH = 12
 _SITE_TEXT_LIMIT = 60
 # The cache format; bump when the summary's shape changes.
-_SUMMARY_FORMAT = 11
+_SUMMARY_FORMAT = 12
 
 UNKNOWN = None  # a value the summary cannot name (a parameter, a subscript...)
 # What the project's bases say of a class.
@@ -331,8 +338,12 @@ class _Summarizer:
                     self._class_methods[qualname] = [item for item in child.body
                                                      if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
                     own: Set[str] = set()
+                    # Methods besides forward and the special ones that run a module the instance holds or
+                    # set state on it: what a holder's forward pass calling them can make matter.
+                    others = sorted(name for name in _methods_using_held(self._class_methods[qualname])
+                                    if name != "forward" and not name.startswith("__"))
                     self.classes[qualname] = {"line": child.lineno, "bases": [base_name(base) for base in child.bases],
-                                              "calls": own}
+                                              "calls": own, "methods": others}
                     decorators.update(id(part) for part in child.decorator_list)
                     for part in (*child.bases, *child.keywords, *child.decorator_list):
                         stack.append((part, function, cls, class_calls, top, prefix))
@@ -540,6 +551,43 @@ def _may_pass_rnn_state(forward: ast.AST) -> bool:
     return False
 
 
+def _methods_using_held(methods: Sequence[ast.AST]) -> Set[str]:
+    """The names of a class's methods that call something the instance holds (`self.rnn(x)`,
+    `self.layers[i](x)`, `self.rnn.forward(x)`: not one of the class's methods) or set an attribute on it
+    (`self.state = None`), themselves or through the class's methods they call on self."""
+    own = {method.name for method in methods}
+    direct: Set[str] = set()
+    calls: Dict[str, Set[str]] = {}
+    for method in methods:
+        args = method.args.posonlyargs + method.args.args
+        me = args[0].arg if args else None
+        called = calls[method.name] = set()
+        for node in ast.walk(method) if me else ():
+            kind = type(node)
+            if kind is ast.Attribute and type(node.ctx) is ast.Store and type(node.value) is ast.Name and node.value.id == me:
+                direct.add(method.name)
+            elif kind is ast.Call:
+                func = node.func
+                if type(func) is ast.Attribute and func.attr == "forward":
+                    func = func.value
+                while type(func) is ast.Subscript:
+                    func = func.value
+                if type(func) is ast.Attribute and type(func.value) is ast.Name and func.value.id == me:
+                    if func.attr in own:
+                        called.add(func.attr)
+                    else:
+                        direct.add(method.name)
+    found = set(direct)
+    changed = True
+    while changed:  # through the methods they call on self
+        changed = False
+        for name, callees in calls.items():
+            if name not in found and callees & found:
+                found.add(name)
+                changed = True
+    return found
+
+
 def _is_class_like(callee: str) -> bool:
     last = callee.rsplit(".", 1)[-1]
     return last[:1].isupper() and not callee.startswith("self.")
@@ -617,7 +665,7 @@ def _usable_summary(summary) -> bool:
             and isinstance(summary.get("calls"), list) and isinstance(summary.get("builds"), list)
             and all(isinstance(build, list) and len(build) == 4 for build in summary["builds"])
             and all(isinstance(info, dict) and isinstance(info.get("bases"), list) and isinstance(info.get("calls"), list)
-                    for info in summary["classes"].values())
+                    and isinstance(info.get("methods"), list) for info in summary["classes"].values())
             and all(isinstance(info, dict) and isinstance(info.get("returns"), list)
                     for info in summary["functions"].values())
             and all(isinstance(wrap, dict) and {"line", "col", "text", "refs"} <= set(wrap) for wrap in summary["wraps"]))
@@ -780,8 +828,9 @@ class FileContext:
     # (callee as written here, RNN kind, "path:function"): functions of other files whose every return
     # is a torch RNN, called in this file's DataParallel wraps (IndexBuilder.rnn_built_by)
     rnn_factories: Tuple[Tuple[str, str, str], ...] = ()
-    # (class qualname, ((path, size, mtime_ns), ...)): for this file's classes that pack sequences, the
-    # other files that may build them (and hold them in a module, calling their forward)
+    # (class qualname, ((path, size, mtime_ns), ...)): for this file's classes that pack sequences or have
+    # methods besides forward, the other files that may build them or call those methods (and hold them in
+    # a module, calling their forward or methods: IndexBuilder.files_calling, _calling_methods)
     built_elsewhere: Tuple[Tuple[str, tuple], ...] = ()
 
     def files_building(self, qualname: str) -> Tuple[str, ...]:
@@ -872,6 +921,7 @@ class IndexBuilder:
         self._imports_resolved: Dict[str, Set[str]] = {}
         self._roots: Dict[ClassKey, Optional[str]] = {}
         self._calling: Optional[Dict[str, List[str]]] = None  # class-like name -> the files calling it
+        self._attribute_calls: Optional[Dict[str, List[str]]] = None  # method name -> files calling `self.x.name(`
         # Each wrapped class's file's self-attribute names, and the files mentioning each name (state rules)
         self._wrap_files: Dict[str, Set[str]] = {}  # the built index's wrap_files
         self._evaluated_wraps: Optional["_EvaluatedWraps"] = None
@@ -1256,14 +1306,19 @@ class IndexBuilder:
                 site = self.root_site((key, name))
                 if site is not None:
                     roots.append((name, site))
-        # Where the classes that pack sequences may be held by another module: the files that call them.
-        # Their forward's arguments are what the holders pass, which the evaluator reads there.
+        # Where the classes that pack sequences, or have methods besides forward, may be held by another
+        # module: the files that call them. Their forward's arguments are what the holders pass, and the
+        # methods their forward calls on the held instance run on the replicas too (the evaluator reads both).
         builders = []
         for name in modules:
-            if any(call.rsplit(".", 1)[-1] == "pack_padded_sequence" for call in summary["classes"][name]["calls"]):
-                files = self.files_calling(key, name)
-                if files:
-                    builders.append((name, tuple((self.paths[file], *self._entries[file].version) for file in files)))
+            info = summary["classes"][name]
+            packs = any(call.rsplit(".", 1)[-1] == "pack_padded_sequence" for call in info["calls"])
+            # A holder calling the class's methods imports its file (the class itself, or a factory of it).
+            files = self._calling_methods(key, info["methods"]) if info["methods"] else []
+            if packs:
+                files += [file for file in self.files_calling(key, name) if file not in files]
+            if files:
+                builders.append((name, tuple((self.paths[file], *self._entries[file].version) for file in files)))
         injected = [(name, *entry) for (file, name), entries in self._handed.items() if file == key for entry in entries]
         rnn_elsewhere = rnn_elsewhere or bool(imported) or bool(injected)
         return {"modules": tuple(sorted(modules)), "plain": tuple(sorted(plain)), "inherited": tuple(sorted(inherited)),
@@ -1271,13 +1326,20 @@ class IndexBuilder:
                 "roots": tuple(sorted(roots)), "built_elsewhere": tuple(sorted(builders))}
 
     # -- root modules ---------------------------------------------------------------------------------
-    def _constructed(self, key: str) -> List[str]:
-        """The class-like names the file's text calls (from the cache when the file has not changed)."""
+    def _called_names(self, key: str) -> FileEntry:
+        """The file's entry with the class-like names its text calls and the methods it calls on what an
+        instance holds, both made by one read of the text (from the cache when the file has not changed)."""
         entry = self._entry(key, need_summary=False)
-        if entry.constructed is None:
-            entry.constructed = sorted({name.decode("ascii", "replace") for name in _CALLED_CLASS.findall(self._read(key))})
+        if entry.constructed is None or entry.held_calls is None:
+            data = self._read(key)
+            entry.constructed = sorted({name.decode("ascii", "replace") for name in _CALLED_CLASS.findall(data)})
+            entry.held_calls = sorted({name.decode("ascii", "replace") for name in _HELD_METHOD_CALL_TEXT.findall(data)})
             self._unsaved = True
-        return entry.constructed
+        return entry
+
+    def _constructed(self, key: str) -> List[str]:
+        """The class-like names the file's text calls."""
+        return self._called_names(key).constructed
 
     def attributes_read_elsewhere(self, key: str) -> Tuple[str, ...]:
         """The names the file uses as `self.<name>` that some other file of the project mentions as
@@ -1311,6 +1373,22 @@ class IndexBuilder:
         """The other files of the project whose text calls the class `name` of file `key` by its simple
         name and may import it (a cheap look: whether a call there builds this class is the evaluator's)."""
         found = [file for file in self._callers_of(key, name) if file != key]
+        for file in found:
+            self._entry(file, need_summary=False)  # its version goes into the context
+        return found
+
+    def _calling_methods(self, key: str, methods: Sequence[str]) -> List[str]:
+        """The other files of the project that may import file `key` and whose text calls one of `methods`
+        on something an instance holds (`self.attention.init_states(x)`): where a module holding an instance
+        of a class of `key` may call its methods, however the instance was built. The map of called names
+        is made once, on first use (from each file's entry)."""
+        if self._attribute_calls is None:
+            self._attribute_calls = {}
+            for file in sorted(self.paths, key=lambda k: self.paths[k]):
+                for name in self._called_names(file).held_calls:
+                    self._attribute_calls.setdefault(name, []).append(file)
+        candidates = sorted({file for name in methods for file in self._attribute_calls.get(name, ())} - {key})
+        found = [file for file in candidates if self._may_import_from(file, key, through_packages_only=True)]
         for file in found:
             self._entry(file, need_summary=False)  # its version goes into the context
         return found
@@ -1357,13 +1435,15 @@ class IndexBuilder:
         found = in_cell(line, cell_starts(self._read(key).decode("utf-8", "replace")))
         return (found[0], found[1]) if found[0] is not None else None
 
-    def _may_import_from(self, file: str, target: str) -> bool:
+    def _may_import_from(self, file: str, target: str, through_packages_only: bool = False) -> bool:
         """Whether a name used in `file` can be a class defined in `target`: the same file, a file its
-        import statements name, or one re-exported by a file those name (a package's `__init__`)."""
+        import statements name, or one re-exported by a file those name (a package's `__init__`; with
+        `through_packages_only`, only that: far fewer files' imports to resolve, where many files are asked)."""
         if file == target:
             return True
         imported = self._imported_files(file)
-        return target in imported or any(target in self._imported_files(other) for other in imported)
+        return target in imported or any(target in self._imported_files(other) for other in imported
+                                         if not through_packages_only or other.endswith("__init__.py"))
 
     def _may_keep_module(self, file: str, callee: str) -> bool:
         """Whether a class-like callee handed a module may make it a submodule: anything but a project

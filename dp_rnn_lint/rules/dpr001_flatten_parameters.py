@@ -14,8 +14,9 @@ Each path through `forward` counts: an RNN run in both arms of an `if` is report
 no compaction before it, a `flatten_parameters()` under `if not self.training:` does not cover training,
 an RNN handed to a helper (`self.run(x, self.lstm)`) is reported where the helper calls it, and when
 `forward` comes from a base class in another file, the methods of the class it runs (`self._forward()`)
-are the forward pass; so is a method that the forward of another module class of the same file calls on
-its instance of the class (`self.question.encode_all(q)`).
+are the forward pass; so is a method that the forward pass of another module class calls on its instance
+of the class (`self.question.encode_all(q)`), in this file or in one that builds the class, the instance
+built there or handed to the holder's constructor by a function of the holder's file.
 
 ## Why is this bad?
 `nn.DataParallel` replicates the model onto every GPU for every forward pass. A replica's RNN weights
@@ -98,7 +99,8 @@ import libcst as cst
 
 from ..analysis import FileAnalysis
 from ..analysis.dataflow import fresh_name, names_used
-from ..analysis.forward_path import EVERY_RNN, Flatten, Invocation, WeightReplacement, dominates, flatten_call_sites
+from ..analysis.forward_path import (EVERY_RNN, Flatten, Invocation, WeightReplacement, dominates, entry_of,
+                                     flatten_call_sites)
 from ..analysis.modules import RnnSubmodule, self_name
 from ..analysis.names import IMPORT
 from ..findings import Fix, InsertAtBodyStart, InsertBeforeStatement, Violation
@@ -252,6 +254,11 @@ class FlattenParameters(Rule):
         if any(eval_only for e in before for _, _, eval_only in e.conditions):
             return ("; the flatten_parameters() call before it runs only in eval mode (under a test of self.training), "
                     "and DataParallel trains in train mode")
+        entry = entry_of(events[first])
+        holder = analysis.forward_path(cls).held_entries.get(entry)
+        if holder is not None:
+            return (f"; {entry}() runs on the replicas too: the forward pass of {holder} calls it on its instance of "
+                    f"{analysis.model.qualname(cls.node)}, and a flatten_parameters() call in forward does not cover it")
         after = [e for e in events[first:] if isinstance(e, Flatten) and e.attr == attr]
         if any(dominates(events[first], e) for e in after):
             return "; the flatten_parameters() call on the forward path comes after the RNN has run"
