@@ -186,3 +186,38 @@ def test_only_writes_that_can_outlive_the_call_are_reported(body, reported):
     found = lines(source)
     writes = [number for number, text in enumerate(source.splitlines(), start=1) if "self.state = x." in text]
     assert found == [writes[index - 1] for index in reported], source
+
+
+ATTENTION = """\
+import torch
+import torch.nn as nn
+
+
+class Attention(nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.query_layer = nn.Linear(size, size)
+        self.proj_query = None
+
+    def compute_proj_query(self, query):
+        self.proj_query = self.query_layer(query)
+
+    def forward(self, query, keys):
+        self.compute_proj_query(query)
+        return torch.tanh(self.proj_query + keys)
+{other}
+
+model = nn.DataParallel(Attention(4))
+"""
+
+
+@pytest.mark.parametrize("other, flagged", [
+    ("", False),  # set up in __init__, read only by the call that wrote it: scratch of the call
+    ("\n    def reset(self):\n        self.proj_query = None\n", False),  # set again elsewhere: still no read
+    ("\n    def reset(self):\n        self.proj_query: torch.Tensor = None\n", False),
+    ("\n    def last_query(self):\n        return self.proj_query\n", True),  # read after the call: lost
+])
+def test_in_a_wrapped_class_only_a_read_outside_the_call_makes_a_write_state(other, flagged):
+    source = ATTENTION.format(other=other)
+    line = source.splitlines().index("        self.proj_query = self.query_layer(query)") + 1
+    assert lines(source) == ([line] if flagged else [])

@@ -65,3 +65,79 @@ def test_a_setting_of_the_same_name_elsewhere_is_not_a_read_of_the_state(project
     train.write_text(train.read_text().replace("config.batch_size", "tracker.module.batch_size"))
     result = run(project, "--preview")
     assert located(result.stdout) == FINDINGS | {scratch}, result.stdout
+
+
+# A decoder (in its own file) steps an attention module that a factory of the attention's file builds; the
+# attention carries state between the steps of one decoder call. Where the decoder's forward pass sets that
+# state afresh through a method of the attention, nothing a call leaves there reaches a later call.
+ATTENTION = '''\
+import torch
+import torch.nn as nn
+
+from .masking import masked_softmax  # a file importing the project's own code: the index looks for its holders
+
+class StepAttention(nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.score = nn.Linear(size, 1)
+        self.cumulative = None
+
+    def init_states(self, keys):
+        self._zero(keys)
+
+    def _zero(self, keys):
+        self.cumulative = torch.zeros(keys.size(0), keys.size(1))
+
+    def forward(self, query, keys):
+        weights = masked_softmax(self.score(keys + query.unsqueeze(1)).squeeze(-1) + self.cumulative)
+        self.cumulative = self.cumulative + weights
+        return (weights.unsqueeze(-1) * keys).sum(1)
+
+
+def make_attention(size):
+    return StepAttention(size)
+'''
+
+DECODER = '''\
+import torch.nn as nn
+
+from .attention import make_attention
+
+
+class Decoder(nn.Module):
+    def __init__(self, size):
+        super().__init__()
+        self.attention = make_attention(size)
+        self.cell = nn.GRUCell(size, size)
+
+    def forward(self, keys, steps):
+        {start}
+        query = keys.mean(1)
+        for _ in range(steps):
+            query = self.cell(self.attention(query, keys), query)
+        return query
+
+    def _start(self, keys):
+        self.attention.init_states(keys)
+
+    def new_epoch(self, keys):
+        self.attention.init_states(keys)
+'''
+
+
+@pytest.mark.parametrize("start, flagged", [
+    ("self.attention.init_states(keys)", False),  # every decoder call starts the attention afresh
+    ("self._start(keys)", False),  # through a method of the decoder's forward pass
+    ("pass", True),  # only new_epoch(), outside the forward pass, resets it: state carried across calls
+])
+def test_state_a_holder_sets_afresh_in_each_of_its_calls_is_not_carried_across_calls(tmp_path, start, flagged):
+    package = tmp_path / "decoding"
+    package.mkdir()
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'decoding'\n")
+    (package / "__init__.py").write_text("")
+    (package / "attention.py").write_text(ATTENTION)
+    (package / "masking.py").write_text("import torch\n\n\ndef masked_softmax(scores):\n    return torch.softmax(scores, dim=1)\n")
+    (package / "decoder.py").write_text(DECODER.format(start=start))
+    line = ATTENTION.splitlines().index("        self.cumulative = self.cumulative + weights") + 1
+    found = located(run(tmp_path, "--preview", "--no-cache", "--select", "DPR006", ".").stdout)
+    assert found == ({("decoding/attention.py", line, "DPR006")} if flagged else set())

@@ -6,11 +6,11 @@ a module class (forward and the methods it calls on self), where the attribute i
 parameter, when a read of the attribute on the forward path can run before this call writes it, so that
 it uses a value from an earlier call (a stateful model keeping its last hidden state for the next batch,
 a step counter, a one-time initialisation from the first batch), or when DataParallel is known to run the
-class (`--scope wrapped`, or a wrap the project index resolves to it) and something outside the call uses
-the attribute (`__init__` or another method mentions it, or another file of the project does, as a
+class (`--scope wrapped`, or a wrap the project index resolves to it) and something outside the call reads
+the attribute (another method of the file reads it, or another file of the project mentions it, as a
 training loop printing `model.module.last_loss`; `args.batch_size` or `config.batch_size` there is a
-setting, not a read of `self.batch_size`). Every write of such an attribute that can outlive the call is
-reported.
+setting, not a read of `self.batch_size`; setting it in `__init__` or a `reset()` reads nothing). Every
+write of such an attribute that can outlive the call is reported.
 
 Whether a read can come first is decided path by path: a write in both arms of an `if` counts, an arm
 that ends in `return` or `raise` does not reach what follows, and a test that no call can change (a
@@ -21,7 +21,10 @@ state. Not reported: a write of the constant `__init__` gives (losing it leaves 
 unless another method moves the attribute away from it (`print_loss` counting in `self.print_every`),
 a value moved to another device or dtype (`self.window = self.window.to(x.device)`), a write that every
 path overwrites before the call ends, state forward puts back to `__init__`'s value before it returns,
-and `self.n += 1` unless the class sets `n` to a plain number (a buffer updated in place is fine).
+state that the forward pass of a module holding the class sets afresh in each of its calls through a
+method of the class (a decoder calling `self.attention.init_states(x)` before it steps the attention in a
+loop: the state lives for one call of the decoder), and `self.n += 1` unless the class sets `n` to a plain
+number (a buffer updated in place is fine).
 
 ## Why is this bad?
 DataParallel runs each call on fresh replicas of the module and throws them away afterwards. An attribute
@@ -67,15 +70,16 @@ class StreamingLM(nn.Module):
 ## Preview
 This rule runs only with `--preview` (`preview = true`; `--dp-rnn-preview` with flake8), and then looks at
 every file with a `def forward`. On code outside the labelled corpus too many of its findings were not
-lost state (benchmarks/review.tsv): state a module carries between the calls its holder makes within one
-forward (an attention or cell module stepped in a loop, reset by the holder's `init_states()`) is
-reported although the replica keeps it for the whole call, and caches recomputed when missing are
-reported as state. It stays in preview until its reviewed precision reaches 0.9.
+lost state (benchmarks/review.tsv): caches recomputed when missing are reported as state, and so is state
+a module carries between the calls its holder makes within one forward when the holder resets it in a
+way not followed (below). It stays in preview until its reviewed precision reaches 0.9.
 
 ## Known problems
-State a module carries between the calls its holder makes within one forward (an attention or cell
-module stepped in a loop and reset by the holder's `init_states()`) is reported, although the replica
-keeps it for the whole top-level call. A forward inherited from a base class in another file is not
+A holder's reset is followed only as `self.<attr>.<method>(...)` on the holder's forward pass, the holder
+found in the class's file or in a file of the project that imports it, and only for a class whose file
+names an RNN or imports from the project (the index's cheap screen): a reset through a loop over held
+modules (`for m in self.cell.attention_mechanisms: m.clear_cache()`) is not seen, and the state is
+reported. A forward inherited from a base class in another file is not
 read: state that the base's methods carry (ELMo's `_EncoderBase._update_states`) is not found. Paths are
 merged, not followed one by one: a write made under `if self.stateful and self.state is None:` and
 always replaced under a later `if self.stateful:` is reported with the write that replaces it. In a
@@ -187,6 +191,7 @@ class ModuleStateLostOnReplicas(Rule):
             structural, plain = _attribute_kinds(analysis, cls)
             assigned = {**events.assigned, **helper_events.assigned}
             read_after: Optional[Set[str]] = None  # what the module is used for after a call (made when asked)
+            reset: Optional[Set[str]] = None  # what holders set afresh in each of their calls (made when asked)
 
             # A write of __init__'s value is lost harmlessly only while no other method moves the attribute
             # away from it (`print_loss` counting in `self.print_every` between forward's resets).
@@ -211,6 +216,11 @@ class ModuleStateLostOnReplicas(Rule):
                 if attr not in verdicts:
                     verdicts[attr] = None
                     read_back = in_order.read_before_write(attr)
+                    if read_back:
+                        if reset is None:
+                            reset = _reset_by_holders(analysis, cls)
+                        # A holder starting it afresh in each of its calls: an earlier call's value is not read.
+                        read_back = attr not in reset
                     if read_back:
                         verdicts[attr] = _READ_BACK
                     elif site is not None:
@@ -544,6 +554,54 @@ def _paired_targets(target: cst.BaseExpression, value: Optional[cst.BaseExpressi
         yield target, value
 
 
+def _reset_by_holders(analysis: FileAnalysis, cls: ModuleClass) -> Set[str]:
+    """The attributes that a method of the class sets (itself or through the methods it calls on self)
+    when the forward pass of a module holding an instance of the class calls that method (a decoder's
+    forward calling `self.attention.init_states(x)` before it steps the attention): every call of the holder
+    starts them afresh, so what the class's forward leaves in them is never read by a later call of the
+    holder. Holders are looked for in this file and in the files that may build the class."""
+    writers: Dict[str, Set[str]] = {}
+    for owner in cls.mro():
+        for name, method in owner.methods.items():
+            if name != "forward" and not name.startswith("__") and name not in writers:
+                written = _written_through(cls, method)
+                if written:
+                    writers[name] = written
+    if not writers:
+        return set()
+    qualname = analysis.model.qualname(cls.node)
+    called = analysis.model.called_from_other_forwards(cls, frozenset(writers), analysis.context.files_building(qualname))
+    return set().union(*(writers[name] for name in called))
+
+
+def _written_through(cls: ModuleClass, method: cst.FunctionDef) -> Set[str]:
+    """The attributes a method sets on self, directly or in the methods it calls on self."""
+    found: Set[str] = set()
+    pending, seen = [method], set()
+    while pending:
+        current = pending.pop()
+        me = self_name(current)
+        if me is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        for node in iter_nodes(current.body, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call), skip_nested_scopes=True):
+            if isinstance(node, cst.Call):
+                called = is_self_attribute(node.func, me)
+                found_method = cls.find_method(called) if called else None
+                if found_method is not None:
+                    pending.append(found_method[0])
+                elif _setattr_on(node, me):
+                    found.add(_setattr_on(node, me))
+                continue
+            targets = [target.target for target in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                for element, _ in _paired_targets(target, None):
+                    attr = is_self_attribute(element, me)
+                    if attr is not None:
+                        found.add(attr)
+    return found
+
+
 def _setattr_on(call: cst.Call, me: str) -> Optional[str]:
     if not (isinstance(call.func, cst.Name) and call.func.value == "setattr" and len(call.args) >= 2):
         return None
@@ -588,12 +646,16 @@ def _is_plain_value(value: cst.BaseExpression) -> bool:
 
 
 def _mentioned_off_the_path(analysis: FileAnalysis, path) -> Set[str]:
-    """Attribute names (of any object) that this file uses outside the forward path: set up in
-    `__init__`, read by another method (`print_loss` reading `self.loss`), or by code that uses the module
-    (`model.attention`). An attribute only the forward path mentions is scratch of the call."""
+    """Attribute names (of any object) that this file reads outside the forward path: another method
+    (`print_loss` reading `self.loss`), or code that uses the module (`model.attention`). Being set there
+    (`self.proj_query = None` in `__init__`, a `reset()`) reads nothing: an attribute only the forward path
+    reads is scratch of the call."""
     on_path: Set[int] = set()
     for function in (path.forward, *path.entries):
         on_path.update(id(node) for node in iter_nodes(function, (cst.Attribute,)))
+    for node in iter_nodes(analysis.module, (cst.Assign, cst.AnnAssign)):  # writes, not reads
+        targets = [node.target] if isinstance(node, cst.AnnAssign) else [target.target for target in node.targets]
+        on_path.update(id(element) for target in targets for element, _ in _paired_targets(target, None))
     own = {id(node) for node in iter_nodes(path.cls.node, (cst.Attribute,))}
     # Another class's `self.<name>` is its own attribute, not a use of this one.
     return {node.attr.value for node in iter_nodes(analysis.module, (cst.Attribute,))
