@@ -280,14 +280,14 @@ def _inherited_look(source: Union[str, bytes], codes: Sequence[str], look: _Firs
         return look
     # A wrap of what an imported factory returns is the other reason (the rule on wraps of RNNs): that one
     # the model screen (_model_rules_out) does not judge.
-    wraps_a_factory = bool(context.rnn_factories) and bool(registry.screen_needs(codes).wrappers)
+    wraps_a_factory = bool(context.rnn_wraps) and bool(registry.screen_needs(codes).wrappers)
     return replace(_first_look(source, codes, look.tree, force=True), inherited_only=not wraps_a_factory)
 
 
 def _inherits_rnn(context: FileContext, codes: Sequence[str]) -> bool:
     """Whether, for these codes, a class of the file may run an RNN that another file builds."""
     needs = registry.screen_needs(codes)
-    return (context.rnn_elsewhere and needs.rnn_class) or (bool(context.rnn_factories) and bool(needs.wrappers))
+    return (context.rnn_elsewhere and needs.rnn_class) or (bool(context.rnn_wraps) and bool(needs.wrappers))
 
 
 def check_source(source: Union[str, bytes], path: str = "", selection: Selection = Selection(),

@@ -900,7 +900,7 @@ class EvaluatedClasses:
             scope = self.scope_at(call)
             receiver = ProjectClass(self._path, scope.owner_class) if scope is not None and scope.owner_class else None
             values = self.evaluator.values(module, scope, receiver)
-            return self.evaluator.rnn_fact(frozenset(value for value in values if not _is_data_parallel(value)))
+            return self.evaluator.rnn_fact(frozenset(value for value in values if not is_data_parallel(value)))
         except RecursionError:
             return None
 
@@ -1132,7 +1132,7 @@ _DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataPara
                             "torch.nn.parallel.data_parallel.DataParallel"})
 
 
-def _is_data_parallel(value: Value) -> bool:
+def is_data_parallel(value: Value) -> bool:
     return isinstance(value, Instance) and isinstance(value.of, External) and value.of.qualname in _DATA_PARALLEL
 
 

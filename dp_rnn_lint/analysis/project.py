@@ -231,7 +231,7 @@ _LEAF_TYPES = frozenset({ast.Name, ast.Constant, ast.alias, ast.Pass, ast.Break,
 
 class _Summarizer:
     """What the index needs of one file: names it imports, its classes (bases, the calls in their
-    methods), what its functions return, and its wrap sites with their targets as written."""
+    methods), what its functions return, and where its wrap sites are (what they wrap is the evaluator's answer)."""
 
     def __init__(self, tree: ast.Module, lines: Sequence[bytes], module: Optional[str], is_package: bool,
                  names_rnn: bool = True) -> None:
@@ -265,7 +265,7 @@ class _Summarizer:
             self.functions[name] = {"returns": [ref for found in refs for ref in found]}
         for call, function, cls in calls:
             if self._is_wrap(call):
-                self._wrap_site(call, function, cls)
+                self._wrap_site(call)
             elif (call.args or call.keywords) and self.names_rnn:
                 self._handed_rnns(call, function, cls)
         for qualname, info in self.classes.items():
@@ -427,15 +427,13 @@ class _Summarizer:
             if kind:
                 self.hands.append([callee, key, what, f"nn.{kind}"])
 
-    def _wrap_site(self, call: ast.Call, function: Optional[ast.AST], cls: Optional[str]) -> None:
-        target = wrapped_module(call)
-        refs = self.values(target, function, set(), cls) if target is not None else [UNKNOWN]
+    def _wrap_site(self, call: ast.Call) -> None:
         line = self.lines[call.lineno - 1] if call.lineno - 1 < len(self.lines) else b""
         column = _character_column(line, call.col_offset)
         end = call.end_col_offset if call.end_lineno == call.lineno else len(line)
         text = line[call.col_offset:end].decode("utf-8", "replace").strip()
         text = text if len(text) <= _SITE_TEXT_LIMIT else text[: _SITE_TEXT_LIMIT - 3] + "..."
-        self.wraps.append({"line": call.lineno, "col": column, "text": text, "refs": refs})
+        self.wraps.append({"line": call.lineno, "col": column, "text": text})
 
     # -- what an expression evaluates to, as dotted callee names -------------------------------------
     def values(self, expr: ast.AST, function: Optional[ast.AST], active: Set[str], cls: Optional[str],
@@ -668,7 +666,7 @@ def _usable_summary(summary) -> bool:
                     and isinstance(info.get("methods"), list) for info in summary["classes"].values())
             and all(isinstance(info, dict) and isinstance(info.get("returns"), list)
                     for info in summary["functions"].values())
-            and all(isinstance(wrap, dict) and {"line", "col", "text", "refs"} <= set(wrap) for wrap in summary["wraps"]))
+            and all(isinstance(wrap, dict) and {"line", "col", "text"} <= set(wrap) for wrap in summary["wraps"]))
 
 
 def _usable_imports(imports) -> bool:
@@ -732,9 +730,9 @@ class ProjectIndex:
     direct: Dict[ClassKey, List[WrapSite]] = field(default_factory=dict)  # wrap targets themselves
     unresolved: List[UnresolvedWrap] = field(default_factory=list)
     sites: List[WrapSite] = field(default_factory=list)
-    # file -> (callee as the wrap's file writes it, RNN kind, the factory): wraps of what a project
-    # function returns, when that is always a torch RNN (`nn.DataParallel(make_encoder(32))`)
-    rnn_factories: Dict[str, List[Tuple[str, str, str]]] = field(default_factory=dict)
+    # file -> (the wrap as written, RNN kinds): DataParallel calls whose module the evaluator says can be a
+    # torch RNN (`nn.DataParallel(make_encoder(32))`, a factory of another file returning nn.GRU)
+    rnn_wraps: Dict[str, List[Tuple[str, str]]] = field(default_factory=dict)
     # file holding wrapped classes -> the files whose wraps reach them
     wrap_files: Dict[str, Set[str]] = field(default_factory=dict)
     files_parsed: int = 0
@@ -758,9 +756,9 @@ class ProjectIndex:
         facts = self._builder.class_facts(path) if self._builder is not None else {}
         if (wrapped or direct) and self._builder is not None:
             facts["read_elsewhere"] = self._builder.attributes_read_elsewhere(key)
-        factories = self.rnn_factories.get(key)
-        if factories:
-            facts["rnn_factories"] = tuple(sorted(set(factories)))
+        wraps = self.rnn_wraps.get(key)
+        if wraps:
+            facts["rnn_wraps"] = tuple(sorted(set(wraps)))
         return FileContext(
             scope=scope,
             wrapped=tuple(sorted(wrapped)),
@@ -781,7 +779,7 @@ class ProjectIndex:
         """Whether a class of the file may run an RNN built in another file (IndexBuilder.may_run_rnn_elsewhere):
         when not, a file that would need the analysis only for that is clean, and its context is not asked."""
         key = _path_key(path)
-        if key in self.rnn_factories:
+        if key in self.rnn_wraps:
             return True
         return self._builder is not None and key in self._builder.paths and self._builder.may_run_rnn_elsewhere(key)
 
@@ -825,9 +823,9 @@ class FileContext:
     # For a file with a class DataParallel wraps: the attributes it sets on `self` that another file of
     # the project mentions (`model.module.attention`, `core.print_loss()`), so they are read after a call
     read_elsewhere: Tuple[str, ...] = ()
-    # (callee as written here, RNN kind, "path:function"): functions of other files whose every return
-    # is a torch RNN, called in this file's DataParallel wraps (IndexBuilder.rnn_built_by)
-    rnn_factories: Tuple[Tuple[str, str, str], ...] = ()
+    # (the wrap as written, RNN kinds): this file's DataParallel calls whose module can be a torch RNN, as
+    # the evaluator says (what a factory of another file returns, say)
+    rnn_wraps: Tuple[Tuple[str, str], ...] = ()
     # (class qualname, ((path, size, mtime_ns), ...)): for this file's classes that pack sequences or have
     # methods besides forward, the other files that may build them or call those methods (and hold them in
     # a module, calling their forward or methods: IndexBuilder.files_calling, _calling_methods)
@@ -1182,33 +1180,6 @@ class IndexBuilder:
             return "external", qualified  # a class of another package: no class of ours runs in it
         return "unknown", f"`{qualified}` is a function of another package; what it returns is unknown"
 
-    def rnn_built_by(self, file: str, name: str, depth: int = 0) -> Optional[Tuple[str, str]]:
-        """(kind, "path:function") when calling `name` in `file` runs a function of the project whose every
-        return is a torch RNN (directly, or through more such functions); None otherwise."""
-        kind, found = self.resolve(file, name, depth)
-        if kind != "function" or depth >= _MAX_DEPTH:
-            return None
-        function_file, function = found
-        returns = self.summary(function_file)["functions"][function]["returns"]
-        kinds = []
-        for ref in returns:
-            if ref is None:
-                return None
-            what, target = self.resolve(function_file, ref, depth + 1)
-            if what == "external" and rnn_kind(target):
-                kinds.append(rnn_kind(target))
-            elif what == "function":
-                inner = self.rnn_built_by(function_file, ref, depth + 1)
-                if inner is None:
-                    return None
-                kinds.append(inner[0])
-            else:
-                return None
-        if not kinds:
-            return None
-        where = f"{shown_path(self.paths.get(function_file, function_file))}:{function}"
-        return " or ".join(dict.fromkeys(kinds)), where
-
     def module_status(self, key: ClassKey, depth: int = 0) -> str:
         """MODULE when the class's bases lead to nn.Module through any file of the project, PLAIN when
         every base leads to classes that are not modules, UNKNOWN when some base cannot be followed (a
@@ -1501,13 +1472,9 @@ class IndexBuilder:
                 site = WrapSite(shown_path(self.paths[key]), wrap["line"], wrap["col"], wrap["text"],
                                 self._cell_of(key, wrap["line"]))
                 index.sites.append(site)
-                targets: List[ClassKey] = []
-                reason = None
-                for ref in wrap["refs"]:
-                    built = self.rnn_built_by(key, ref) if ref is not None else None
-                    if built is not None:
-                        index.rnn_factories.setdefault(key, []).append((ref, *built))
-                targets, reason = self._evaluated.targets(key, wrap)
+                targets, reason, kinds = self._evaluated.targets(key, wrap)
+                if kinds is not None:  # the file wraps a torch RNN, perhaps one another file's factory builds
+                    index.rnn_wraps.setdefault(key, []).append((wrap["text"], kinds))
                 if reason:
                     index.unresolved.append(UnresolvedWrap(site, reason))
                     continue
@@ -1606,15 +1573,16 @@ class _EvaluatedWraps:
 
         return hashlib.sha256("\n".join(sorted(self._builder.paths)).encode("utf-8", "surrogateescape")).hexdigest()
 
-    def targets(self, key: str, wrap: dict) -> Tuple[List[ClassKey], Optional[str]]:
-        """The project classes the wrap's module can be; the reason when it may be something unknown."""
+    def targets(self, key: str, wrap: dict) -> Tuple[List[ClassKey], Optional[str], Optional[str]]:
+        """The project classes the wrap's module can be; the reason when it may be something unknown; the
+        torch RNN kinds it can be (`nn.LSTM or nn.GRU`, from a factory of another file say), or None."""
         site = f"{key}\n{wrap['line']}\n{wrap['col']}"
         if site not in self._sites:
-            targets, reason = self._targets(key, wrap)
-            self._sites[site] = [[list(target) for target in targets], reason]
+            targets, reason, kinds = self._targets(key, wrap)
+            self._sites[site] = [[list(target) for target in targets], reason, kinds]
             self._builder._unsaved = True
-        targets, reason = self._sites[site]
-        return [tuple(target) for target in targets], reason
+        targets, reason, kinds = self._sites[site]
+        return [tuple(target) for target in targets], reason, kinds
 
     def held_and_bases(self, key: ClassKey) -> List[ClassKey]:
         """The project bases of a class and the project module classes its attributes hold."""
@@ -1643,30 +1611,33 @@ class _EvaluatedWraps:
                 return None
         return self.evaluator.summary(path)
 
-    def _targets(self, key: str, wrap: dict) -> Tuple[List[ClassKey], Optional[str]]:
+    def _targets(self, key: str, wrap: dict) -> Tuple[List[ClassKey], Optional[str], Optional[str]]:
         summary = self._summary(key)
         call = _call_at(summary.tree, wrap["line"], wrap["col"], self._bound[key]) if summary else None
         if call is None:
-            return [], "the wrapped value cannot be followed (the call is not found again)"
+            return [], "the wrapped value cannot be followed (the call is not found again)", None
         target = wrapped_module(call)
         if target is None:
-            return [], "the wrapped value cannot be followed (no module argument)"
-        from .values import Instance, ProjectClass, Unknown
+            return [], "the wrapped value cannot be followed (no module argument)", None
+        from .evaluator import is_data_parallel
+        from .values import Instance, ProjectClass, Unknown, describe_kinds
 
         scope = summary.scope_at(call)
         receiver = next((ProjectClass(summary.path, info.qualname) for info in summary.classes.values()
                          if scope.node in info.methods.values()), None)
         try:
             values = self.evaluator.values_where(target, scope, receiver, call.lineno)
+            fact = self.evaluator.rnn_fact(frozenset(value for value in values if not is_data_parallel(value)))
         except RecursionError:
-            return [], "the wrapped value cannot be followed (nested too deeply)"
+            return [], "the wrapped value cannot be followed (nested too deeply)", None
+        kinds = describe_kinds(fact.kinds) if fact is not None else None
         unknown = sorted((value.why for value in values if isinstance(value, Unknown)), key=lambda why: why.name)
         if unknown or not values:
             shown = ast.unparse(target)
             shown = shown if len(shown) <= 60 else shown[:57] + "..."
-            return [], f"`{shown}` {_UNFOLLOWED[unknown[0] if unknown else Why.UNSUPPORTED]}"
+            return [], f"`{shown}` {_UNFOLLOWED[unknown[0] if unknown else Why.UNSUPPORTED]}", kinds
         return sorted({(_path_key(value.of.path), value.of.qualname) for value in values
-                       if isinstance(value, Instance) and isinstance(value.of, ProjectClass)}), None
+                       if isinstance(value, Instance) and isinstance(value.of, ProjectClass)}), None, kinds
 
     def _held_and_bases(self, key: ClassKey) -> List[ClassKey]:
         from .values import Container, Instance, ProjectClass
