@@ -804,8 +804,6 @@ class FileContext:
     wrapped: Tuple[Tuple[str, str], ...] = ()  # (class qualname, wrap site) for this file's wrapped classes
     direct: Tuple[Tuple[str, str], ...] = ()  # (class qualname, wrap site) for this file's wrap targets
     unresolved: Tuple[str, ...] = ()  # in wrapped scope: wrap sites that could not be resolved
-    modules: Tuple[str, ...] = ()  # this file's classes whose bases lead to nn.Module in any file
-    plain: Tuple[str, ...] = ()  # this file's classes whose bases are known not to be modules
     # (class qualname, its bases in other files as (path, qualname, size, mtime_ns)): what it inherits
     inherited: Tuple[Tuple[str, tuple], ...] = ()
     # (local name, "class" or "function", path, qualname, size, mtime_ns): what the file imports from
@@ -1217,24 +1215,23 @@ class IndexBuilder:
         return status
 
     def class_facts(self, path: str) -> dict:
-        """What the project says of a file's classes and imports, by qualified name: `modules` and `plain`
-        (what their bases lead to), `inherited` (each class's bases in other files, reached through any
-        file), `imported` (the names the file imports from other files of the project that can build an
-        RNN: a factory, or a class an RNN may be handed to) and `rnn_elsewhere` (whether any of those
-        files mentions an RNN). A file is given as (path, qualified name, size, mtime_ns), so that a
-        change to it changes the context."""
+        """What the project says of a file's classes and imports, by qualified name: `inherited` (each
+        class's bases in other files, reached through any file), `imported` (the names the file imports
+        from other files of the project that can build an RNN: a factory, or a class an RNN may be handed
+        to), `rnn_elsewhere` (whether any of those files mentions an RNN), and for its module classes the
+        RNNs callers hand them (`injected`), where they are built as roots (`roots`) and the files that
+        may hold them (`built_elsewhere`). A file is given as (path, qualified name, size, mtime_ns), so
+        that a change to it changes the context. (Which classes are modules is the evaluator's answer, in
+        the worker; the index's own `module_status` only picks the classes these facts are made for.)"""
         key = _path_key(path)
         if key not in self.paths or not self._entry(key, need_summary=False).flags:
             return {}
-        modules, plain, inherited = [], [], []
+        modules, inherited = [], []
         rnn_elsewhere = False
         summary = self.summary(key)
         for name in summary["classes"]:
-            status = self.module_status((key, name))
-            if status == MODULE:
+            if self.module_status((key, name)) == MODULE:
                 modules.append(name)
-            elif status == PLAIN:
-                plain.append(name)
             elsewhere = [(self.paths[file], base, *self._entries[file].version)
                          for file, base in self._bases_of((key, name)) if file != key]
             if elsewhere:
@@ -1292,7 +1289,7 @@ class IndexBuilder:
                 builders.append((name, tuple((self.paths[file], *self._entries[file].version) for file in files)))
         injected = [(name, *entry) for (file, name), entries in self._handed.items() if file == key for entry in entries]
         rnn_elsewhere = rnn_elsewhere or bool(imported) or bool(injected)
-        return {"modules": tuple(sorted(modules)), "plain": tuple(sorted(plain)), "inherited": tuple(sorted(inherited)),
+        return {"inherited": tuple(sorted(inherited)),
                 "imported": tuple(sorted(imported)), "rnn_elsewhere": rnn_elsewhere, "injected": tuple(sorted(injected)),
                 "roots": tuple(sorted(roots)), "built_elsewhere": tuple(sorted(builders))}
 
