@@ -1066,7 +1066,7 @@ class EvaluatedClasses:
         """Which of the methods `names` of a class of this file the forward pass of a module class (of this
         file or of `files`, those that may build it) calls on an attribute that can hold an instance of it
         (`self.q_emb.forward_all(q)`, `q_emb` handed to the holder's constructor): under DataParallel they
-        run on the replicas as forward does. The holder's forward pass is its forward and the methods that
+        run on the replicas as forward does. The holder's forward pass is its forward and the methods it
         runs on self. {method: the holder's qualified name}."""
         target = ProjectClass(self._path, qualname)
         found: Dict[str, str] = {}
@@ -1159,6 +1159,7 @@ def _holds_modules(folder: str) -> bool:
 
 
 def _text_of(path: str) -> str:
+    """A file's text for a cheap look before binding it ("" when it cannot be read)."""
     try:
         with open(path, "rb") as handle:
             return handle.read().decode("utf-8", "replace")
