@@ -99,7 +99,7 @@ Put `# noqa: DPR006` on the reported line.
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
@@ -253,15 +253,12 @@ def _written_off_the_path(analysis: FileAnalysis, cls: ModuleClass, path, initia
             me = self_name(method)
             if name == "__init__" or method in on_path or me is None:
                 continue
-            for node in iter_nodes(method.body, (cst.Assign, cst.AugAssign, cst.AnnAssign), skip_nested_scopes=True):
-                targets = [target.target for target in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                for target in targets:
-                    value = None if isinstance(node, cst.AugAssign) else node.value
-                    for element, assigned in _paired_targets(target, value):
-                        attr = is_self_attribute(element, me)
-                        if attr is not None and not (assigned is not None and attr in initial
-                                                     and analysis.module.code_for_node(assigned) == initial[attr]):
-                            found.add(attr)
+            for node in iter_nodes(method.body, _ASSIGNMENTS, skip_nested_scopes=True):
+                for element, assigned in _assigned_elements(node):
+                    attr = is_self_attribute(element, me)
+                    if attr is not None and not (assigned is not None and attr in initial
+                                                 and analysis.module.code_for_node(assigned) == initial[attr]):
+                        found.add(attr)
     return found
 
 
@@ -282,12 +279,10 @@ def _initial_constants(analysis: FileAnalysis, cls: ModuleClass) -> Dict[str, st
                 bodies.append((method[0].body, self_name(method[0])))
         for body, owner_self in bodies:
             for node in iter_nodes(body, (cst.Assign, cst.AnnAssign), skip_nested_scopes=True):
-                targets = [node.target] if isinstance(node, cst.AnnAssign) else [target.target for target in node.targets]
-                for target in targets:
-                    for element, value in _paired_targets(target, node.value):
-                        attr = is_self_attribute(element, owner_self)
-                        if attr is not None and value is not None and _is_initial_literal(value):
-                            found[attr] = analysis.module.code_for_node(value)
+                for element, value in _assigned_elements(node):
+                    attr = is_self_attribute(element, owner_self)
+                    if attr is not None and value is not None and _is_initial_literal(value):
+                        found[attr] = analysis.module.code_for_node(value)
     return found
 
 
@@ -584,22 +579,31 @@ def _written_through(cls: ModuleClass, method: cst.FunctionDef) -> Set[str]:
         if me is None or id(current) in seen:
             continue
         seen.add(id(current))
-        for node in iter_nodes(current.body, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call), skip_nested_scopes=True):
+        for node in iter_nodes(current.body, (*_ASSIGNMENTS, cst.Call), skip_nested_scopes=True):
             if isinstance(node, cst.Call):
                 called = is_self_attribute(node.func, me)
                 found_method = cls.find_method(called) if called else None
                 if found_method is not None:
                     pending.append(found_method[0])
-                elif _setattr_on(node, me):
-                    found.add(_setattr_on(node, me))
+                elif (set_name := _setattr_on(node, me)) is not None:
+                    found.add(set_name)
                 continue
-            targets = [target.target for target in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            for target in targets:
-                for element, _ in _paired_targets(target, None):
-                    attr = is_self_attribute(element, me)
-                    if attr is not None:
-                        found.add(attr)
+            found.update(attr for element, _ in _assigned_elements(node)
+                         if (attr := is_self_attribute(element, me)) is not None)
     return found
+
+
+_ASSIGNMENTS = (cst.Assign, cst.AugAssign, cst.AnnAssign)
+
+
+def _assigned_elements(node: Union[cst.Assign, cst.AugAssign, cst.AnnAssign]
+                       ) -> Iterator[Tuple[cst.BaseExpression, Optional[cst.BaseExpression]]]:
+    """Each target element of an assignment with the value it gets where the code shows it (none for
+    `+=`, nor for an annotation without a value)."""
+    targets = [target.target for target in node.targets] if isinstance(node, cst.Assign) else [node.target]
+    value = None if isinstance(node, cst.AugAssign) else node.value
+    for target in targets:
+        yield from _paired_targets(target, value)
 
 
 def _setattr_on(call: cst.Call, me: str) -> Optional[str]:
@@ -654,8 +658,7 @@ def _mentioned_off_the_path(analysis: FileAnalysis, path) -> Set[str]:
     for function in (path.forward, *path.entries):
         on_path.update(id(node) for node in iter_nodes(function, (cst.Attribute,)))
     for node in iter_nodes(analysis.module, (cst.Assign, cst.AnnAssign)):  # writes, not reads
-        targets = [node.target] if isinstance(node, cst.AnnAssign) else [target.target for target in node.targets]
-        on_path.update(id(element) for target in targets for element, _ in _paired_targets(target, None))
+        on_path.update(id(element) for element, _ in _assigned_elements(node))
     own = {id(node) for node in iter_nodes(path.cls.node, (cst.Attribute,))}
     # Another class's `self.<name>` is its own attribute, not a use of this one.
     return {node.attr.value for node in iter_nodes(analysis.module, (cst.Attribute,))
