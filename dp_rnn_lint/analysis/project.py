@@ -191,8 +191,8 @@ _SETTINGS_ATTRIBUTE_TEXT = re.compile(
 # How far names are followed (assignments, factories, re-exports) before giving up.
 _MAX_DEPTH = 12
 _SITE_TEXT_LIMIT = 60
-# The cache format; bump when the summary's shape changes.
-_SUMMARY_FORMAT = 12
+# The cache format; bump when the shape of a summary or of the saved wrap answers changes.
+_SUMMARY_FORMAT = 13
 
 UNKNOWN = None  # a value the summary cannot name (a parameter, a subscript...)
 # What the project's bases say of a class.
@@ -916,8 +916,8 @@ class IndexBuilder:
         self._reaches_rnn: Dict[str, bool] = {}
         self._imports_resolved: Dict[str, Set[str]] = {}
         self._roots: Dict[ClassKey, Optional[str]] = {}
-        self._calling: Optional[Dict[str, List[str]]] = None  # class-like name -> the files calling it
-        self._attribute_calls: Optional[Dict[str, List[str]]] = None  # method name -> files calling `self.x.name(`
+        # (class-like name -> the files calling it, method name -> the files calling `self.x.name(`)
+        self._called: Optional[Tuple[Dict[str, List[str]], Dict[str, List[str]]]] = None
         # Each wrapped class's file's self-attribute names, and the files mentioning each name (state rules)
         self._wrap_files: Dict[str, Set[str]] = {}  # the built index's wrap_files
         self._evaluated_wraps: Optional["_EvaluatedWraps"] = None
@@ -1305,10 +1305,6 @@ class IndexBuilder:
             self._unsaved = True
         return entry
 
-    def _constructed(self, key: str) -> List[str]:
-        """The class-like names the file's text calls."""
-        return self._called_names(key).constructed
-
     def attributes_read_elsewhere(self, key: str) -> Tuple[str, ...]:
         """The names the file uses as `self.<name>` that some other file of the project mentions as
         `<object>.<name>` (not as its own `self.<name>`, nor as a setting, `args.<name>`): a plain text
@@ -1349,13 +1345,9 @@ class IndexBuilder:
         """The other files of the project that may import file `key` and whose text calls one of `methods`
         on something an instance holds (`self.attention.init_states(x)`): where a module holding an instance
         of a class of `key` may call its methods, however the instance was built. The map of called names
-        is made once, on first use (from each file's entry)."""
-        if self._attribute_calls is None:
-            self._attribute_calls = {}
-            for file in sorted(self.paths, key=lambda k: self.paths[k]):
-                for name in self._called_names(file).held_calls:
-                    self._attribute_calls.setdefault(name, []).append(file)
-        candidates = sorted({file for name in methods for file in self._attribute_calls.get(name, ())} - {key})
+        is made once, on first use (_called_maps)."""
+        held_calls = self._called_maps()[1]
+        candidates = sorted({file for name in methods for file in held_calls.get(name, ())} - {key})
         found = [file for file in candidates if self._may_import_from(file, key, through_packages_only=True)]
         for file in found:
             self._entry(file, need_summary=False)  # its version goes into the context
@@ -1363,14 +1355,25 @@ class IndexBuilder:
 
     def _callers_of(self, key: str, name: str) -> List[str]:
         """The files of the project (`key` too) whose text calls a class `name` of file `key` by its simple
-        name and may import it from there; the map of called names is made once, on first use."""
-        if self._calling is None:
-            self._calling = {}
-            for file in sorted(self.paths, key=lambda k: self.paths[k]):
-                for called in self._constructed(file):
-                    self._calling.setdefault(called, []).append(file)
+        name and may import it from there; the map of called names is made once, on first use (_called_maps)."""
+        calling = self._called_maps()[0]
         # Another file's `Encoder(...)` that cannot import this one is another class of that name.
-        return [file for file in self._calling.get(name.rsplit(".", 1)[-1], ()) if self._may_import_from(file, key)]
+        return [file for file in calling.get(name.rsplit(".", 1)[-1], ()) if self._may_import_from(file, key)]
+
+    def _called_maps(self) -> Tuple[Dict[str, List[str]], Dict[str, List[str]]]:
+        """(class-like name -> the files calling it, method name -> the files calling it on what an instance
+        holds), over every file of the project in one pass of their entries, made on first use."""
+        if self._called is None:
+            calling: Dict[str, List[str]] = {}
+            held_calls: Dict[str, List[str]] = {}
+            for file in sorted(self.paths, key=lambda k: self.paths[k]):
+                entry = self._called_names(file)
+                for called in entry.constructed:
+                    calling.setdefault(called, []).append(file)
+                for name in entry.held_calls:
+                    held_calls.setdefault(name, []).append(file)
+            self._called = calling, held_calls
+        return self._called
 
     def root_site(self, start: ClassKey) -> Optional[str]:
         """Where the project builds the module class as a root, a module no other one holds: every call
