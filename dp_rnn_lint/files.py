@@ -198,6 +198,15 @@ def read_source(path: str) -> bytes:
         raise FileProblem(str(error)) from error
 
 
+def read_source_or_none(path: str) -> Optional[bytes]:
+    """The file's source (a notebook's Python view), or None when it cannot be read: for a look at
+    another file, whose own linting reports the problem."""
+    try:
+        return read_source(path)
+    except FileProblem:
+        return None
+
+
 def read_bytes(path: str) -> bytes:
     try:
         with open(path, "rb") as handle:

@@ -22,7 +22,7 @@ import re
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from .. import stages
-from ..files import project_root
+from ..files import project_root, read_source_or_none
 from .binder import (ASSIGN, DEF, FROM_IMPORT, LOOP, MODULE_IMPORT, PARAM, SELF, Binding, ClassInfo, FileSummary, Scope,
                      bind_file, self_attribute)
 from .screen import without_device_moves
@@ -1070,10 +1070,10 @@ class EvaluatedClasses:
         runs on self. {method: the holder's qualified name}."""
         target = ProjectClass(self._path, qualname)
         found: Dict[str, str] = {}
-        called = re.compile(r"\.(?:" + "|".join(map(re.escape, sorted(names))) + r")\s*\(")
+        called = re.compile(rb"\.(?:" + b"|".join(re.escape(name.encode()) for name in sorted(names)) + rb")\s*\(")
         try:
             for path in dict.fromkeys([self._path, *files]):
-                if path != self._path and not called.search(_text_of(path)):
+                if path != self._path and not called.search(read_source_or_none(path) or b""):
                     continue  # no call of these methods there: not worth binding the file
                 summary = self.evaluator.summary(path)
                 for name in summary.classes if summary is not None else ():
@@ -1156,15 +1156,6 @@ def _holds_modules(folder: str) -> bool:
         return any(name.endswith(".py") and name != "__init__.py" for name in os.listdir(folder))
     except OSError:
         return False
-
-
-def _text_of(path: str) -> str:
-    """A file's text for a cheap look before binding it ("" when it cannot be read)."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 def _calls_held(func: ast.AST, me: Optional[str]) -> Optional[str]:

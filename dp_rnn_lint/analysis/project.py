@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..files import (FileProblem, code_fingerprint, module_name_for, prepare_cache_folder, project_root, read_source,
+from ..files import (code_fingerprint, module_name_for, prepare_cache_folder, project_root, read_source_or_none,
                      replace_atomically, resolve_relative_import)
 from .. import stages
 from ..notebooks import cell_starts, in_cell, is_notebook
@@ -625,17 +625,8 @@ _EMPTY_SUMMARY = {"module": None, "package": False, "imports": {}, "classes": {}
 _MIN_FILES_FOR_POOL = 16
 
 
-def _file_bytes(path: str) -> Optional[bytes]:
-    """The file's bytes (a notebook's Python view), or None when it cannot be read (its linting
-    reports that, not the index)."""
-    try:
-        return read_source(path)
-    except FileProblem:
-        return None
-
-
 def _summarize_file(path: str) -> dict:
-    data = _file_bytes(path)
+    data = read_source_or_none(path)
     return (summarize(data, path) if data is not None else None) or _EMPTY_SUMMARY
 
 
@@ -1001,7 +992,7 @@ class IndexBuilder:
         return entry
 
     def _read(self, key: str) -> bytes:
-        return self.sources[key] if key in self.sources else _file_bytes(key) or b""
+        return self.sources[key] if key in self.sources else read_source_or_none(key) or b""
 
     def adopt(self, key: str, entry: FileEntry) -> None:
         current = self._entries.get(key)
