@@ -647,13 +647,8 @@ def test_a_rebuild_that_may_not_run_leaves_the_rnn_in_some_configurations():
     assert "if isinstance(self.rnn, nn.RNNBase):" in fixed(model(build))
 
 
-@pytest.mark.parametrize("holder_calls, flagged", [
-    ("self.out(self.question.encode_all(q))", True),  # the replica's VQA runs encode_all on its copy
-    ("self.out(self.question(q))", False),  # only forward, which compacts first
-    ("self.out(q)", False),  # encode_all never runs on a replica
-])
-def test_a_method_another_module_s_forward_calls_on_its_submodule_is_on_the_forward_path(holder_calls, flagged):
-    source = f"""\
+# A question encoder whose forward compacts its GRU and whose encode_all() does not (line 14 runs it).
+QUESTION = """\
 import torch.nn as nn
 
 
@@ -670,6 +665,16 @@ class Question(nn.Module):
         return self.rnn(x)[0]
 
 
+"""
+
+
+@pytest.mark.parametrize("holder_calls, flagged", [
+    ("self.out(self.question.encode_all(q))", True),  # the replica's VQA runs encode_all on its copy
+    ("self.out(self.question(q))", False),  # only forward, which compacts first
+    ("self.out(q)", False),  # encode_all never runs on a replica
+])
+def test_a_method_another_module_s_forward_calls_on_its_submodule_is_on_the_forward_path(holder_calls, flagged):
+    source = QUESTION + f"""\
 class VQA(nn.Module):
     def __init__(self):
         super().__init__()
@@ -726,23 +731,7 @@ def test_a_compaction_before_an_early_exit_covers_the_rest(before, exit):
     assert findings(EARLY_EXIT.format(before=before, test="sample", exit=exit)) == []
 
 
-HANDED_HOLDER = """\
-import torch.nn as nn
-
-
-class Question(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.rnn = nn.GRU(4, 4, batch_first=True)
-
-    def forward(self, x):
-        self.rnn.flatten_parameters()
-        return self.rnn(x)[0][:, -1]
-
-    def encode_all(self, x):
-        return self.rnn(x)[0]
-
-
+HANDED_HOLDER = QUESTION + """\
 class VQA(nn.Module):
     def __init__(self, question, size):
         super().__init__()
