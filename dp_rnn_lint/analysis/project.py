@@ -30,7 +30,7 @@ from ..files import (code_fingerprint, module_name_for, prepare_cache_folder, pr
 from .. import stages
 from ..notebooks import cell_starts, in_cell, is_notebook
 from .ast_walk import child_nodes
-from .screen import may_inherit_text
+from .screen import closed_under, may_inherit_text
 from .torch_names import MODULE_METHODS_RETURNING_SELF, PLAIN_BASES, canonical, is_module_base, rnn_kind, wrapped_module
 from .values import RnnKind, Why
 
@@ -575,15 +575,7 @@ def _methods_using_held(methods: Sequence[ast.AST]) -> Set[str]:
                         called.add(func.attr)
                     else:
                         direct.add(method.name)
-    found = set(direct)
-    changed = True
-    while changed:  # through the methods they call on self
-        changed = False
-        for name, callees in calls.items():
-            if name not in found and callees & found:
-                found.add(name)
-                changed = True
-    return found
+    return closed_under(direct, calls)  # through the methods they call on self
 
 
 def _is_class_like(callee: str) -> bool:

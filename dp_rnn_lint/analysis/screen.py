@@ -434,15 +434,21 @@ def _maxima(nodes: Sequence[ast.AST]) -> Set[str]:
             for target in targets:
                 if isinstance(target, ast.Name):
                     bound.setdefault(target.id, set()).update(used)
-    names = {"max", "amax"}
+    return closed_under({"max", "amax"}, bound)
+
+
+def closed_under(found: Set[str], uses: Dict[str, Set[str]]) -> Set[str]:
+    """`found` and every name whose `uses` meet what is found, until nothing more joins (a name assigned
+    from one found, a method calling one found)."""
+    found = set(found)
     changed = True
     while changed:
         changed = False
-        for name, used in bound.items():
-            if name not in names and used & names:
-                names.add(name)
+        for name, used in uses.items():
+            if name not in found and used & found:
+                found.add(name)
                 changed = True
-    return names
+    return found
 
 
 def _arguments(call: ast.Call) -> List[ast.AST]:
