@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
 
 from . import __version__
-from .analysis.project import FileContext
-from .engine import FileResult, Selection
 from .files import code_fingerprint, prepare_cache_folder, project_root, replace_atomically
-from .findings import Finding, Fix
+from .findings import FileResult, Finding, Fix
+from .rules import Selection
+
+if TYPE_CHECKING:
+    from .analysis.project import FileContext
 
 CACHE_DIR_ENV = "DP_RNN_LINT_CACHE_DIR"
 DEFAULT_CACHE_DIR = ".dp-rnn-lint-cache"
@@ -43,8 +45,7 @@ class ResultCache:
         self._usable = True
 
     @staticmethod
-    def key(path: str, source: bytes, selection: Selection, context: Union[FileContext, str] = FileContext(),
-            named: bool = False) -> str:
+    def key(path: str, source: bytes, selection: Selection, context: Union[FileContext, str], named: bool = False) -> str:
         # The context (which classes are wrapped, and where) changes findings without changing the file; so
         # does being named on the command line (its syntax is then always checked).
         import hashlib  # json, hashlib and tempfile load where used: a run without the cache never needs them
@@ -149,11 +150,11 @@ class RunCache:
 
     def __init__(self, folder: Path, slot: str, linted: List[Tuple[str, Optional[str], Selection, str, bool]],
                  index_files: List[str]) -> None:
-        import hashlib
+        import zlib
 
         self.folder = folder / __version__
-        self.entry = self.folder / "runs" / f"{hashlib.sha256(slot.encode('utf-8', 'surrogateescape')).hexdigest()[:24]}.json"
-        digest = hashlib.sha256(code_fingerprint().encode())
+        # One file per command; two commands that share one only replace each other's entry (the key differs).
+        self.entry = self.folder / "runs" / f"{zlib.crc32(slot.encode('utf-8', 'surrogateescape')):08x}.run"
         self.newest_mtime_ns = 0
         linted_paths = {path for path, *_ in linted}
         stats: Dict[str, str] = {}
@@ -164,23 +165,31 @@ class RunCache:
                 self.newest_mtime_ns = max(self.newest_mtime_ns, info.st_mtime_ns)
             except OSError as error:
                 stats[path] = f"unreadable:{error.errno}"
+        spelled: Dict[int, str] = {}  # each selection's repr, by identity: a tree's files mostly share one
+        lines = [code_fingerprint() + "\n"]
         for path, problem, selection, settings, named in linted:
-            digest.update(f"{path}\0{problem}\0{selection!r}\0{settings}\0{named}\0{stats[path]}\n"
-                          .encode("utf-8", "surrogateescape"))
-        for path in sorted(set(index_files) - linted_paths):
-            digest.update(f"{path}\0{stats[path]}\n".encode("utf-8", "surrogateescape"))
-        self.key = digest.hexdigest()
+            shown = spelled.get(id(selection))
+            if shown is None:
+                shown = spelled[id(selection)] = repr(selection)
+            lines.append(f"{path}\0{problem}\0{shown}\0{settings}\0{named}\0{stats[path]}\n")
+        lines += [f"{path}\0{stats[path]}\n" for path in sorted(set(index_files) - linted_paths)]
+        # The key is kept whole and compared whole, not hashed: no collision can answer for another tree, and
+        # a repeated run needs no hash function loaded.
+        self.key = "".join(lines).encode("utf-8", "surrogateescape")
 
     def get(self) -> Optional[List[FileResult]]:
         import json
 
         try:
-            with open(self.entry, encoding="utf-8") as handle:
-                stored = json.load(handle)
-            if stored.get("key") != self.key:
+            with open(self.entry, "rb") as handle:
+                stored = handle.read()
+            size, _, rest = stored.partition(b"\n")
+            if rest[:int(size)] != self.key:
                 return None
-            results = [ResultCache._result(item, item["path"], item["original"].encode("utf-8", "surrogateescape")
-                                           if item["original"] is not None else None) for item in stored["results"]]
+            results = [FileResult(item) if isinstance(item, str)
+                       else ResultCache._result(item, item["path"], item["original"].encode("utf-8", "surrogateescape")
+                                                if item["original"] is not None else None)
+                       for item in json.loads(rest[int(size):])["results"]]
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
         return None if None in results else results  # a damaged entry: lint again
@@ -191,14 +200,18 @@ class RunCache:
 
         if time.time_ns() - self.newest_mtime_ns < _RACY_SECONDS * 1e9 or not prepare_cache_folder(self.folder):
             return
-        stored = {"key": self.key, "results": [
+        # A clean file's result is its path alone (most are): the entry is read by every repeated run.
+        stored = {"results": [
+            result.path if not result.findings and result.problem is None and result.note is None else
             {"path": result.path, "problem": result.problem, "note": result.note,
              "original": result.original.decode("utf-8", "surrogateescape") if result.original is not None else None,
              "findings": [_stored_finding(f) for f in result.findings]}
             for result in results]}
         try:
             self.entry.parent.mkdir(exist_ok=True)
-            replace_atomically(str(self.entry), json.dumps(stored).encode("utf-8"), prefix=".run-")
+            # The entry: the key's length on a line, the key, then the results as JSON.
+            replace_atomically(str(self.entry), b"%d\n" % len(self.key) + self.key + json.dumps(stored).encode("utf-8"),
+                               prefix=".run-")
         except OSError:
             pass  # an unwritable cache makes the next run slower, not wrong
 

@@ -20,11 +20,10 @@ from . import __version__
 from .config import (ConfigError, Settings, SettingsResolver, code_list, pattern_list, per_file_ignores, word_list,
                      selected_codes)
 from .cache import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, ResultCache, RunCache, default_cache_dir
-from .engine import FileResult, Selection, check_source, lint_source, source_encoding
-from .runner import Options, Task, default_jobs, lint_files
-from .engine import decode as decode_source
+from .findings import FileResult
+from .rules import Selection
+from .parse import decode as decode_source, source_encoding
 from .files import FileProblem, discover, excluded_path, project_root, read_source, write_atomically
-from .analysis.project import FileContext, build_index, index_cache_file
 from .reporters import FORMATS, FORMATS_WITH_EDITS, printable, reporter
 from .reporters.text import located_problem, report_text
 from . import docs, notebooks, rules, stages
@@ -347,10 +346,15 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         if out is not sys.stdout:
             out.close()
         if args.stats:
+            from .runner import default_jobs
+
             err.write(stages.table(stages.wall_seconds(), args.jobs or default_jobs()))
 
 
 def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: TextIO) -> int:
+    # The engine, the analysis and the worker pool load once a file needs linting: a run answered whole by
+    # the run cache (a repeated run over an unchanged tree) never needs them, and importing them costs
+    # about a third of such a run.
     fix = args.fix or args.diff
     write = args.fix and not args.diff
     describe_fixes = args.format in FORMATS_WITH_EDITS and not args.statistics
@@ -379,6 +383,9 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
         else:
             selection = settings.selection_for(stdin_name)
             context = None
+            from .analysis.project import build_index
+            from .engine import lint_source
+
             if _needs_index([(selection, settings)]):
                 index = build_index([stdin_name], sources={stdin_name: stdin_source})
                 context = index.context_for(stdin_name, settings.scope)
@@ -400,7 +407,6 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
                 named.update(path for path, _ in files)
             found += [(path, problem, settings.selection_for(path), settings) for path, problem in files]
         cache_dir = None if args.no_cache else (Path(args.cache_dir) if args.cache_dir else default_cache_dir(args.paths[0]))
-        jobs = args.jobs or default_jobs()
 
         @functools.cache
         def the_project() -> Tuple[List[str], str]:
@@ -411,9 +417,13 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
             return project_files([(path, settings) for path, problem, _, settings in found if problem is None], walked)
 
         def built_index(pool=None):
+            from .analysis.project import build_index, index_cache_file
+            from .runner import default_jobs
+
             nonlocal index
             files, anchor = the_project()
-            index = build_index(files, cache_file=index_cache_file(cache_dir, anchor), jobs=jobs, pool=pool)
+            index = build_index(files, cache_file=index_cache_file(cache_dir, anchor), jobs=args.jobs or default_jobs(),
+                                pool=pool)
             return index
 
         if (cache_dir is not None and walked and not (fix or args.add_noqa or describe_fixes)
@@ -434,12 +444,16 @@ def _run(args, parser, settings_per_path, stdin_name: str, out: TextIO, err: Tex
             lazy = False
         # Otherwise the index is built only once a file needs the analysis (most trees have none).
         if not from_run_cache:
+            from .analysis.project import FileContext
+            from .runner import Options, Task, default_jobs, lint_files
+
             tasks = [Task(path, selection, problem,
                           index.context_for(path, settings.scope) if index else (None if lazy else FileContext()),
                           scope=settings.scope, named=path in named, unsafe_fixes=settings.unsafe_fixes)
                      for path, problem, selection, settings in found]
             cache = None if cache_dir is None else ResultCache(cache_dir)
-            results = lint_files(tasks, Options(fix=fix, write=write, describe_fixes=describe_fixes), jobs=jobs,
+            results = lint_files(tasks, Options(fix=fix, write=write, describe_fixes=describe_fixes),
+                                 jobs=args.jobs or default_jobs(),
                                  cache=cache, index=built_index if lazy else None)
         if index is not None:
             index.save()  # the files summarised for their classes' bases, for the next run
@@ -534,6 +548,7 @@ def _options_without_effect(args: argparse.Namespace) -> List[str]:
 def _add_unused_noqa(results: Sequence[FileResult], linted: Mapping[str, Tuple[Selection, Settings]], index) -> None:
     """DPR100, where selected: the file's `noqa` comments against its findings before any noqa applied,
     which only files with such a comment are analysed again for (few are)."""
+    from .engine import check_source
     from .noqa import unused_directives
 
     for result in results:
@@ -614,7 +629,12 @@ def project_files(linted: Sequence[Tuple[str, Settings]],
     id of its settings): a project root named there (`dp-rnn-lint .`) is not walked twice."""
     files = {path: None for path, _ in linted}
     roots: Dict[Path, Settings] = {}
+    asked: Set[Tuple[str, int]] = set()  # (folder, id of its settings): a folder's files share their root
     for path, settings in linted:
+        folder = os.path.dirname(path)
+        if (folder, id(settings)) in asked:
+            continue
+        asked.add((folder, id(settings)))
         root = project_root(path)
         if root is not None and root not in roots:
             roots[root] = settings

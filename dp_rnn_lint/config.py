@@ -8,16 +8,17 @@ on the command line replaces the file's value (`--extend-exclude` adds to it).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from .engine import Selection
 from .files import DEFAULT_EXCLUDES, matches_pattern
 from .noqa import UNUSED_NOQA
 from . import rules as registry
+from .rules import Selection
 
 
 def known_codes() -> Tuple[str, ...]:
@@ -67,8 +68,14 @@ class Settings:
     def selection_for(self, path: str) -> Selection:
         ignored = tuple(code for pattern, codes in self.per_file_ignores if matches_pattern(path, pattern, self.root)
                         for code in codes)
-        return Selection(select=self.select + self.extend_select, ignore=self.ignore + ignored, preview=self.preview,
-                         rnn_words=self.extend_rnn_words)
+        return _selection(self.select + self.extend_select, self.ignore + ignored, self.preview, self.extend_rnn_words)
+
+
+@functools.lru_cache(maxsize=256)
+def _selection(select: Tuple[str, ...], ignore: Tuple[str, ...], preview: bool, rnn_words: Tuple[str, ...]) -> Selection:
+    """One Selection per distinct set of choices: a tree's files mostly share theirs, and the run cache's key
+    spells each file's out."""
+    return Selection(select=select, ignore=ignore, preview=preview, rnn_words=rnn_words)
 
 
 def code_list(value: Any, where: str) -> Tuple[str, ...]:

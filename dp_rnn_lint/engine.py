@@ -8,18 +8,19 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Union
 
 from .analysis.project import FileContext, build_index, mentions_wrap
 from . import rules as registry
+from .rules import Selection
 from . import stages
 from .analysis.screen import (inherits_from_elsewhere, may_have_findings, may_have_findings_text, may_inherit_text,
                               wraps_imported_call)
 from .escaping import printable
 from .files import FileProblem, module_name_for, read_source, write_atomically
-from .findings import Finding, Violation
-from .noqa import UNUSED_NOQA, without_suppressed
+from .findings import FileResult, Finding, Violation
+from .noqa import without_suppressed
 from .parse import (check_readable, decode, parse_with_libcst, parses, python_verdict, run_with_deep_stack,
                     source_encoding, too_large)
 
@@ -42,43 +43,6 @@ if TYPE_CHECKING:
 
 # Fixing one finding never creates another, but a fixed file is checked again to be sure.
 _MAX_FIX_ROUNDS = 3
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Which codes are on: the longest matching prefix of --select and --ignore decides."""
-
-    select: Tuple[str, ...] = ("DPR",)
-    ignore: Tuple[str, ...] = ()
-    preview: bool = False  # the rules still in preview run too (ruff's --preview)
-    # Words besides rnn, lstm, gru and cell that mark a class chosen by a run-time name as an RNN's
-    # (`getattr(nn, recurrent_kind)`): the `extend-rnn-words` setting. Part of the selection because it
-    # changes what is found, and so the cache key.
-    rnn_words: Tuple[str, ...] = ()
-
-    def enabled(self, code: str) -> bool:
-        needs = registry.NEEDS_BY_CODE.get(code)
-        if needs is not None and needs.preview and not self.preview:
-            return False
-        # DPR100 (unused noqa) is opt-in, as ruff's RUF100: `DPR` alone does not turn it on.
-        opt_in = code == UNUSED_NOQA
-        selected = max((len(p) for p in self.select
-                        if p == "ALL" or (code.startswith(p) and not (opt_in and len(p) <= len("DPR")))), default=-1)
-        ignored = max((len(p) for p in self.ignore if p == "ALL" or code.startswith(p)), default=-1)
-        return selected >= 0 and selected > ignored
-
-    def codes(self) -> List[str]:
-        """The enabled codes, known without loading the rules."""
-        return [code for code in registry.RULE_CODES if self.enabled(code)]
-
-    def rules(self) -> List[Rule]:
-        from .rules import ALL_RULES
-
-        return [rule.with_preview_modes() if self.preview else rule for rule in ALL_RULES if self.enabled(rule.code)]
-
-    @property
-    def reports_unused_noqa(self) -> bool:
-        return self.enabled(UNUSED_NOQA)
 
 
 def may_contain_candidates(source: Union[str, bytes], codes: Sequence[str] = (), rnn_words: Sequence[str] = ()) -> bool:
@@ -355,22 +319,6 @@ def _model_rules_out(source: Union[str, bytes], path: str, look: _FirstLook,
         return (False, evaluated) if evaluated.may_run_rnn() else (True, None)
     except Exception:  # a bug of ours: the analysis runs, and reports it as the file's problem if it recurs
         return False, None
-
-
-@dataclass
-class FileResult:
-    path: str
-    findings: List[Finding] = field(default_factory=list)
-    problem: Optional[str] = None
-    original: Optional[bytes] = None
-    fixed: Optional[bytes] = None  # the fixed content, when fixing changed something
-    fixed_codes: Counter = field(default_factory=Counter)  # how many findings of each code were fixed
-    note: Optional[str] = None  # why the file was skipped, when it was
-    write_failed: bool = False  # fixes were found but could not be written: `problem` says why
-
-    @property
-    def fixed_count(self) -> int:
-        return sum(self.fixed_codes.values())
 
 
 def result_without_candidates(source: bytes, path: str, selection: Selection = Selection(),

@@ -8,12 +8,15 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Iterable, Iterator, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, Iterator, Optional, Sequence, Set, Tuple
 
 from . import notebooks
 
 # What a folder walk lints: Python files and Jupyter notebooks (read as their code cells).
 LINTED_SUFFIXES = (".py", notebooks.NOTEBOOK_SUFFIX)
+
+# Files that mark a project's root, as the CLI and the flake8 plugin look for it from a linted file upward.
+PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 
 # Folders nobody wants linted: VCS data, caches, virtual environments, build output.
 DEFAULT_EXCLUDES = (
@@ -24,10 +27,6 @@ DEFAULT_EXCLUDES = (
 
 class FileProblem(Exception):
     """A file that cannot be read, decoded, parsed or written: one line for the user."""
-
-
-def _is_virtualenv(path: Path) -> bool:
-    return (path / "pyvenv.cfg").is_file()
 
 
 def matches_pattern(path: str, pattern: str, root: Optional[Path] = None) -> bool:
@@ -88,7 +87,10 @@ def discover(paths: Iterable[str], exclude: Sequence[str] = DEFAULT_EXCLUDES, ro
         try:
             if start.is_dir():
                 visible = git_visible_paths(start) if respect_gitignore else None
-                yield from _walk(start, _Walk(tuple(exclude), root, visible, os.path.realpath(start)))
+                walk = _Walk(tuple(exclude), root, visible, os.path.realpath(start))
+                absolute = os.path.abspath(start)
+                relative = os.path.relpath(absolute, walk.base).replace(os.sep, "/")
+                yield from _walk(str(start), walk, absolute, relative, "")
                 continue
             if start.is_symlink() and not start.exists():
                 yield str(start), "broken symbolic link"
@@ -140,47 +142,79 @@ def _git_ignores_folder(folder: Path) -> bool:
     return checked.returncode == 0
 
 
+# The project markers each walked folder's listing held, by absolute folder: the project root of a walked
+# file is then found without a stat per marker and folder.
+_markers_listed: Dict[str, Tuple[str, ...]] = {}
+
+
 class _Walk:
     def __init__(self, patterns: Tuple[str, ...], root: Optional[Path], visible: Optional[Set[str]], top: str) -> None:
-        self.patterns = patterns
-        self.root = root
+        # A pattern that is a plain name (most are: `build`, `.venv`) can match only an entry of that name,
+        # whatever the path: a set answers it. The others are matched against every path of the entry.
+        plain = {os.path.normcase(pattern.rstrip("/")) for pattern in patterns if not _PATH_OR_GLOB.search(pattern.rstrip("/"))}
+        self.excluded_names = frozenset(plain)
+        self.path_patterns = tuple(pattern for pattern in patterns if os.path.normcase(pattern.rstrip("/")) not in plain)
+        self.base = os.path.abspath(root or os.getcwd())  # exclusion patterns are relative to it
         self.visible = visible  # paths git does not ignore, relative to the walked folder
         self.top = top  # the walked folder, resolved: file symlinks must point inside it
 
-    def skipped(self, path: Path, start: Path) -> bool:
-        if _matches_any(_pattern_subjects(str(path), self.root), self.patterns):
-            return True
-        return self.visible is not None and os.path.relpath(path, start).replace(os.sep, "/") not in self.visible
+
+# What makes an exclusion pattern more than a name: a folder separator or a glob character.
+_PATH_OR_GLOB = re.compile(r"[*?\[/]" if os.sep == "/" else r"[*?\[/\\]")
 
 
-def _walk(folder: Path, walk: _Walk, start: Optional[Path] = None) -> Iterator[Tuple[str, Optional[str]]]:
+def _walk(folder: str, walk: _Walk, absolute: str, relative: str, below_start: str
+          ) -> Iterator[Tuple[str, Optional[str]]]:
+    """`absolute`: the folder's absolute path; `relative`: its path from the exclusion patterns' base;
+    `below_start`: its path from the walked folder ("" for that folder). Each entry's paths are the folder's
+    joined with its name: one `abspath`/`relpath` per entry would cost more than the rest of a warm run."""
     # Folder symlinks are never followed, and a file symlink only when it points inside the folder
     # given on the command line: walking `models/` must not lint (or fix) files elsewhere.
-    start = start or folder
     try:
         entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
     except OSError as error:
-        yield str(folder), f"cannot list folder: {error.strerror or error}"
+        yield folder, f"cannot list folder: {error.strerror or error}"
         return
+    if below_start and any(entry.name == "pyvenv.cfg" and _is_file(entry) for entry in entries):
+        return  # a virtual environment below the walked folder
+    _markers_listed[absolute] = tuple(entry.name for entry in entries if entry.name in PROJECT_MARKERS)
     for entry in entries:
-        path = Path(entry.path)
-        if walk.skipped(path, start):
+        name = entry.name
+        if os.path.normcase(name) in walk.excluded_names:
             continue
+        entry_absolute = os.path.join(absolute, name)
+        entry_relative = name if relative == os.curdir else f"{relative}/{name}"
+        if walk.path_patterns and _matches_any((name, entry_relative, entry_absolute), walk.path_patterns):
+            continue
+        entry_below_start = f"{below_start}/{name}" if below_start else name
+        if walk.visible is not None and entry_below_start not in walk.visible:
+            continue
+        path = name if folder == os.curdir else os.path.join(folder, name)
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
-            is_file = entry.is_file() and stat.S_ISREG(entry.stat().st_mode)
         except OSError:
-            is_dir, is_file = False, False
+            is_dir = False
         if is_dir:
-            if not _is_virtualenv(path):
-                yield from _walk(path, walk, start)
-        elif entry.name.endswith(LINTED_SUFFIXES):
-            if is_file and entry.is_symlink() and not _inside(os.path.realpath(entry.path), walk.top):
+            yield from _walk(path, walk, entry_absolute, entry_relative, entry_below_start)
+        elif name.endswith(LINTED_SUFFIXES):
+            try:
+                # The directory entry's type says "regular file" without a stat, except behind a symlink.
+                is_file = entry.is_file() and (not entry.is_symlink() or stat.S_ISREG(entry.stat().st_mode))
+            except OSError:
+                is_file = False
+            if is_file and entry.is_symlink() and not _inside(os.path.realpath(path), walk.top):
                 continue
             if is_file:
-                yield str(path), None
+                yield path, None
             elif entry.is_symlink():
-                yield str(path), "broken symbolic link (or a symbolic link loop)"
+                yield path, "broken symbolic link (or a symbolic link loop)"
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -296,23 +330,19 @@ def prepare_cache_folder(versioned: Path) -> bool:
     return True
 
 
-# Files that mark a project's root, as the CLI and the flake8 plugin look for it from a linted file upward.
-PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
-
-
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """This installation's version and the size and mtime of each of its own modules: cached results are
     kept under it, so that a changed linter (an editable install, a development version that kept its
     number) never answers with what an older one found."""
-    import hashlib
+    import zlib  # not hashlib: loading OpenSSL costs a twentieth of a repeated run, and nobody forges a module's mtime
 
     from . import __version__
 
     package = os.path.dirname(os.path.abspath(__file__))
-    digest = hashlib.sha256(__version__.encode())
+    stamps = []
     for folder, subfolders, names in os.walk(package):
-        subfolders.sort()
+        subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")  # bytecode: many files
         for name in sorted(names):
             if name.endswith(".py"):
                 try:
@@ -320,8 +350,9 @@ def code_fingerprint() -> str:
                 except OSError:
                     continue
                 relative = os.path.relpath(os.path.join(folder, name), package)
-                digest.update(f"{relative}:{info.st_size}:{info.st_mtime_ns}\0".encode("utf-8", "surrogateescape"))
-    return f"{__version__}-{digest.hexdigest()[:12]}"
+                stamps.append(f"{relative}:{info.st_size}:{info.st_mtime_ns}\0")
+    stamped = "".join(stamps).encode("utf-8", "surrogateescape")
+    return f"{__version__}-{zlib.crc32(stamped):08x}{zlib.adler32(stamped):08x}"
 
 
 def project_root(path: str) -> Optional[Path]:
@@ -331,11 +362,13 @@ def project_root(path: str) -> Optional[Path]:
 
 @functools.lru_cache(maxsize=4096)
 def _folder_project_root(folder: str) -> Optional[Path]:
-    """Asked once per folder and process: a run over a tree asks for every file."""
-    for candidate in (Path(folder), *Path(folder).parents):
-        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
-            return candidate
-    return None
+    """Asked once per folder and process, each folder's answer built on its parent's: a run over a tree
+    asks for every file."""
+    markers = _markers_listed.get(folder, PROJECT_MARKERS)
+    if any(os.path.exists(os.path.join(folder, marker)) for marker in markers):
+        return Path(folder)
+    parent = os.path.dirname(folder)
+    return None if parent == folder else _folder_project_root(parent)
 
 
 def module_name_for(path: str) -> Tuple[Optional[str], bool]:

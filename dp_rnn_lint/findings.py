@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Optional, Tuple, Union
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, List, Optional, Tuple, Union
 
 if TYPE_CHECKING:  # the edits hold libcst nodes; this module itself does not need libcst
     import libcst as cst
@@ -144,3 +145,19 @@ class Finding:
 
     def detached(self) -> "Finding":
         return replace(self, fix=self.fix.detached()) if self.fix is not None else self
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: List[Finding] = field(default_factory=list)
+    problem: Optional[str] = None
+    original: Optional[bytes] = None
+    fixed: Optional[bytes] = None  # the fixed content, when fixing changed something
+    fixed_codes: Counter = field(default_factory=Counter)  # how many findings of each code were fixed
+    note: Optional[str] = None  # why the file was skipped, when it was
+    write_failed: bool = False  # fixes were found but could not be written: `problem` says why
+
+    @property
+    def fixed_count(self) -> int:
+        return sum(self.fixed_codes.values())

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from dp_rnn_lint import cli, runner
+from dp_rnn_lint.analysis import project
 from dp_rnn_lint.analysis.project import ProjectIndex, build_index
 from dp_rnn_lint.cache import ResultCache
 from dp_rnn_lint.engine import Selection
@@ -48,13 +49,13 @@ def summary(results):
 @pytest.fixture
 def counted_index(monkeypatch):
     calls = []
-    real = cli.build_index
+    real = project.build_index  # the command line imports it where it first needs it
 
     def counting(*args, **kwargs):
         calls.append(kwargs.get("pool"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cli, "build_index", counting)
+    monkeypatch.setattr(project, "build_index", counting)
     return calls
 
 

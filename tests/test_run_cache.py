@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from dp_rnn_lint import cli
+from dp_rnn_lint import cli, runner
 
 from .conftest import FIXTURES
 
@@ -37,13 +39,13 @@ def project(tmp_path: Path) -> Path:
 def lint_runs(monkeypatch):
     """How many times a run linted files (rather than answering from the run cache)."""
     calls = []
-    original = cli.lint_files
+    original = runner.lint_files  # the command line imports it where it first needs it
 
     def counting(*args, **kwargs):
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(cli, "lint_files", counting)
+    monkeypatch.setattr(runner, "lint_files", counting)
     return calls
 
 
@@ -59,6 +61,33 @@ def test_a_second_run_over_an_unchanged_folder_is_answered_whole(project, tmp_pa
     second = run(capsys, project, tmp_path / "cache")
     assert second == first
     assert len(lint_runs) == 1
+
+
+def test_a_run_answered_whole_never_loads_the_engine_the_analysis_or_libcst(project, tmp_path):
+    # Importing them costs about a third of such a run (benchmarks/RESULTS.md: a second run over the
+    # real-models tree against a tenth of ruff's cold run).
+    command = ["--isolated", "-j", "1", "--cache-dir", str(tmp_path / "cache"), str(project)]
+    probe = ("import sys\nfrom dp_rnn_lint import cli\nstatus = cli.main(sys.argv[1:])\n"
+             "loaded = [name for name in ('dp_rnn_lint.engine', 'dp_rnn_lint.runner', 'dp_rnn_lint.analysis.project',"
+             " 'libcst') if name in sys.modules]\nprint('loaded:', loaded, file=sys.stderr)\nsys.exit(status)\n")
+    first = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, timeout=120)
+    second = subprocess.run([sys.executable, "-c", probe, *command], capture_output=True, text=True, timeout=120)
+    assert first.returncode == second.returncode == 1 and second.stdout == first.stdout
+    assert "'dp_rnn_lint.engine'" in first.stderr  # the first run lints, so the probe sees what it loads
+    assert "loaded: []" in second.stderr
+
+
+def test_a_damaged_or_truncated_run_entry_is_a_miss(project, tmp_path, capsys, lint_runs):
+    cache = tmp_path / "cache"
+    first = run(capsys, project, cache)
+    [entry] = cache.rglob("runs/*.run")
+    whole = entry.read_bytes()
+    key_size = int(whole.split(b"\n", 1)[0])
+    for damaged in (b"", b"garbage", whole[: key_size // 2], whole[:-10], whole.replace(b"DPR", b"XYZ", 1)[:-1] + b"{"):
+        entry.write_bytes(damaged)
+        assert run(capsys, project, cache) == first
+    assert len(lint_runs) == 6  # every damaged entry linted again (and the last run saved a whole one)
+    assert run(capsys, project, cache) == first and len(lint_runs) == 6
 
 
 def test_a_changed_file_a_new_file_or_other_settings_lint_again(project, tmp_path, capsys, lint_runs):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Sequence, TextIO, Tuple
 
-from ..engine import FileResult
+from ..findings import FileResult
 from ..escaping import printable
 from .text import located_problem
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Optional, Sequence, TextIO
 
-from ..engine import FileResult
+from ..findings import FileResult
 from ..findings import Finding
 
 

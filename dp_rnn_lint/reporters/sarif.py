@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, TextIO
 from urllib.parse import quote
 
 from .. import __version__, docs, rules
-from ..engine import FileResult
+from ..findings import FileResult
 from ..findings import Finding, TextEdit
 from .text import located_problem
 

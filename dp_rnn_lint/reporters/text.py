@@ -13,10 +13,10 @@ import unicodedata
 from typing import Dict, List, Optional, Sequence, TextIO
 
 from .. import notebooks
-from ..engine import FileResult, decode
 from ..escaping import printable
 from ..files import FileProblem
-from ..findings import Finding
+from ..findings import FileResult, Finding
+from ..parse import decode
 
 _BOLD, _RED, _BLUE, _RESET = "\033[1m", "\033[1;31m", "\033[1;34m", "\033[0m"
 # libcst counts lines as Python does: \r\n, \r and \n all end one.

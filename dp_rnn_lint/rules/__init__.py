@@ -13,9 +13,13 @@ import functools
 import importlib
 import inspect
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Tuple, Union
 
 from ..analysis.screen import FORWARD_PASS, RNN_CLASS, CallSeed, ScreenNeeds
+from ..noqa import UNUSED_NOQA
+
+if TYPE_CHECKING:
+    from .base import Rule
 
 # Parts of the project index a rule may need. Every rule asks which classes are modules (their bases may
 # live in other files); DPR004-like rules also need the classes DataParallel wraps directly.
@@ -121,6 +125,42 @@ def needs_index(codes: Iterable[str]) -> bool:
     return any(code in NEEDS_BY_CODE and NEEDS_BY_CODE[code].index for code in codes)
 
 
+@dataclass(frozen=True)
+class Selection:
+    """Which codes are on: the longest matching prefix of --select and --ignore decides."""
+
+    select: Tuple[str, ...] = ("DPR",)
+    ignore: Tuple[str, ...] = ()
+    preview: bool = False  # the rules still in preview run too (ruff's --preview)
+    # Words besides rnn, lstm, gru and cell that mark a class chosen by a run-time name as an RNN's
+    # (`getattr(nn, recurrent_kind)`): the `extend-rnn-words` setting. Part of the selection because it
+    # changes what is found, and so the cache key.
+    rnn_words: Tuple[str, ...] = ()
+
+    def enabled(self, code: str) -> bool:
+        needs = NEEDS_BY_CODE.get(code)
+        if needs is not None and needs.preview and not self.preview:
+            return False
+        # DPR100 (unused noqa) is opt-in, as ruff's RUF100: `DPR` alone does not turn it on.
+        opt_in = code == UNUSED_NOQA
+        selected = max((len(p) for p in self.select
+                        if p == "ALL" or (code.startswith(p) and not (opt_in and len(p) <= len("DPR")))), default=-1)
+        ignored = max((len(p) for p in self.ignore if p == "ALL" or code.startswith(p)), default=-1)
+        return selected >= 0 and selected > ignored
+
+    def codes(self) -> List[str]:
+        """The enabled codes, known without loading the rules."""
+        return [code for code in RULE_CODES if self.enabled(code)]
+
+    def rules(self) -> List["Rule"]:
+        return [rule.with_preview_modes() if self.preview else rule for rule in _loaded("ALL_RULES")
+                if self.enabled(rule.code)]
+
+    @property
+    def reports_unused_noqa(self) -> bool:
+        return self.enabled(UNUSED_NOQA)
+
+
 _LAZY = ("ALL_RULES", "RULES_BY_CODE", "Rule", "Example")
 
 
@@ -136,10 +176,15 @@ def _load() -> None:
     globals().update(ALL_RULES=tuple(rules), RULES_BY_CODE={rule.code: rule for rule in rules}, Rule=Rule, Example=Example)
 
 
+def _loaded(name: str) -> Any:
+    if name not in globals():
+        _load()
+    return globals()[name]
+
+
 def __getattr__(name: str) -> Any:  # PEP 562
     if name in _LAZY:
-        _load()
-        return globals()[name]
+        return _loaded(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
