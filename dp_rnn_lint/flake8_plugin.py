@@ -36,9 +36,12 @@ def context_in_project(path: str, scope: str, cache_dir: Optional[Path], exclude
         walk = discover([str(root)], exclude=DEFAULT_EXCLUDES + tuple(exclude), respect_gitignore=True)
         files = [found for found, problem in walk if problem is None]
         index = _PROJECT_INDEXES[key] = build_index(files, cache_file=index_cache_file(cache_dir, str(root)))
-        import atexit
+        # What the files' contexts summarised since, saved once this process is done. flake8 checks files in
+        # worker processes, which leave without running atexit handlers; multiprocessing runs its own
+        # finalizers there (and, at interpreter exit, in a process that checks the files itself).
+        from multiprocessing.util import Finalize
 
-        atexit.register(index.save)  # what the files' contexts summarised since, once flake8 is done
+        Finalize(index, index.save, exitpriority=1)
     return _PROJECT_INDEXES[key].context_for(path, scope)
 
 

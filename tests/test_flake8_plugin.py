@@ -74,3 +74,25 @@ def test_flake8_applies_noqa_itself(tmp_path, comment, reported):
 def test_the_projects_own_code_passes_flake8_with_its_setup_cfg():
     result = _lines([sys.executable, "-m", "flake8", "dp_rnn_lint", "tests"], ROOT)
     assert result.returncode == 0, result.stdout
+
+
+def test_flake8_workers_save_what_they_summarised_for_the_next_run(tmp_path):
+    # flake8 checks files in worker processes, which leave without running atexit handlers: the index's
+    # summaries must still reach its cache, or every run summarises the project's files again.
+    import json
+    import shutil
+
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "projects" / "seq2seq_project", project)
+    cache = tmp_path / "cache"
+    command = [sys.executable, "-m", "flake8", "--isolated", "--select=DPR", "-j", "2", "."]
+    environment = {**__import__("os").environ, "DP_RNN_LINT_CACHE_DIR": str(cache)}
+    first = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=120, env=environment)
+    assert first.returncode == 1 and ": DPR" in first.stdout, first.stderr
+    [index_file] = cache.rglob("index-*.json")
+    entries = json.loads(index_file.read_text())["files"]
+    # [2]: summarised when the index was built (saved then, by any process); [3]: the summary
+    asked_for = [path for path, entry in entries.items() if not entry[2] and entry[3] is not None]
+    assert asked_for, "no summary made for a file's context was saved"
+    second = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=120, env=environment)
+    assert second.stdout == first.stdout

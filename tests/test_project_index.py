@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dp_rnn_lint.flake8_plugin import context_in_project
-from dp_rnn_lint.analysis.project import (IndexBuilder, build_index, imports_in_text,
+from dp_rnn_lint.analysis.project import (IndexBuilder, _path_key, build_index, imports_in_text,
                                           needs_summary_at_build)
 
 from .conftest import FIXTURES
@@ -198,6 +198,31 @@ def test_cache_reuses_summaries_until_a_file_changes(tmp_path):
     third = IndexBuilder(files, cache_file=cache_file)
     assert names(third.build().direct) == {"Encoder"}
     assert third.files_parsed == 1
+
+
+def test_two_processes_saving_one_cache_keep_each_others_summaries(tmp_path):
+    # flake8's workers each build the index from the same cache file and save it as they leave.
+    files = write_project(tmp_path / "project", {
+        "model.py": MODEL,
+        "train.py": "import torch.nn as nn\nfrom model import Tagger\nnet = nn.DataParallel(Tagger())\n",
+        "helpers.py": "def pad(x):\n    return x\n",
+    })
+    model, helpers = (next(path for path in files if path.endswith(name)) for name in ("model.py", "helpers.py"))
+    cache_file = tmp_path / "index.json"
+    one, other = IndexBuilder(files, cache_file=cache_file), IndexBuilder(files, cache_file=cache_file)
+    one.build()
+    other.build()
+    one.summary(_path_key(model))
+    other.summary(_path_key(helpers))
+    one.save_cache()
+    other.save_cache()  # read before the first saved: it keeps what the file holds now of the same files
+
+    third = IndexBuilder(files, cache_file=cache_file)
+    third.build()
+    parsed = third.files_parsed
+    third.summary(_path_key(model))
+    third.summary(_path_key(helpers))
+    assert third.files_parsed == parsed  # both summaries came from the cache
 
 
 def test_a_damaged_cache_file_is_ignored(tmp_path):

@@ -21,7 +21,7 @@ import os
 import re
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
@@ -147,6 +147,16 @@ class FileEntry:
                 and (stored[6] is None) == (stored[7] is None)):
             return None
         return cls(stored[0], stored[1], bool(stored[2]), stored[3], stored[4], stored[5], stored[6], stored[7])
+
+    def completed_by(self, other: Optional["FileEntry"]) -> "FileEntry":
+        """This entry with what it has not made yet taken from `other`, an entry of the same file as it is
+        now (size and mtime) that another process made: flake8's workers each build the index."""
+        if other is None or other.version != self.version:
+            return self
+        called = self if self.constructed is not None else other  # the two lists are made together
+        return replace(self, summary=self.summary if self.summary is not None else other.summary,
+                       imports=self.imports if self.imports is not None else other.imports,
+                       constructed=called.constructed, held_calls=called.held_calls)
 
 
 _RNN_NAME_IN_CALL = re.compile(r"RNN|LSTM|GRU")
@@ -921,19 +931,25 @@ class IndexBuilder:
 
     # -- per-file entries, cached by size and mtime ---------------------------------------------------
     def _load_cache(self) -> Dict[str, list]:
+        files, wraps = self._read_cache_file()
+        self._stored_wraps = wraps
+        return files
+
+    def _read_cache_file(self) -> Tuple[Dict[str, list], Optional[dict]]:
+        """The cache file's entries and saved wrap answers; nothing when it is absent, damaged or of
+        another format."""
         if self.cache_file is None:
-            return {}
+            return {}, None
         import json  # json, tempfile and hashlib load where used: most runs never build an index
 
         try:
             with open(self.cache_file, encoding="utf-8") as handle:
                 stored = json.load(handle)
-            files = stored["files"] if stored.get("format") == _SUMMARY_FORMAT else {}
-            if stored.get("format") == _SUMMARY_FORMAT and isinstance(stored.get("wraps"), dict):
-                self._stored_wraps = stored["wraps"]
+            if stored.get("format") != _SUMMARY_FORMAT or not isinstance(stored["files"], dict):
+                return {}, None
+            return stored["files"], stored["wraps"] if isinstance(stored.get("wraps"), dict) else None
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return {}
-        return files if isinstance(files, dict) else {}
+            return {}, None
 
     def save_cache(self) -> None:
         if self.cache_file is None or not self._unsaved:
@@ -944,7 +960,11 @@ class IndexBuilder:
         if not prepare_cache_folder(self.cache_file.parent):
             return
         try:
-            files = {key: entry.stored() for key, entry in self._entries.items()}
+            # Another process of the same run (a flake8 worker beside this one) may have saved summaries
+            # since this one read the file: those of the same files as they are now are kept.
+            on_disk, _ = self._read_cache_file()
+            files = {key: entry.completed_by(FileEntry.from_stored(on_disk.get(key))).stored()
+                     for key, entry in self._entries.items()}
             wraps = self._evaluated_wraps.stored() if self._evaluated_wraps is not None else self._stored_wraps
             stored = json.dumps({"format": _SUMMARY_FORMAT, "files": files, "wraps": wraps}).encode("utf-8")
             replace_atomically(str(self.cache_file), stored, prefix=".index-")
