@@ -342,7 +342,7 @@ def code_fingerprint() -> str:
     package = os.path.dirname(os.path.abspath(__file__))
     stamps = []
     for folder, subfolders, names in os.walk(package):
-        subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")  # bytecode: many files
+        subfolders[:] = sorted(name for name in subfolders if name != "__pycache__")  # the source alone counts
         for name in sorted(names):
             if name.endswith(".py"):
                 try:

@@ -1,4 +1,5 @@
-"""Every rule, in code order, with what each needs from the cheap stages and the project index.
+"""Every rule, in code order, with what each needs from the cheap stages and the project index, and the
+Selection of them a run turns on.
 
 A new rule is a new module here plus its entry in REGISTRY: the screen, the engine, the CLI and the tests
 loop over this data and name no code. What a rule needs is declared in its entry rather than in its module
