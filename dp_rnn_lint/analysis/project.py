@@ -895,6 +895,8 @@ class IndexBuilder:
         self.sources = {_path_key(path): data for path, data in (sources or {}).items()}
         self.cache_file = cache_file
         self._stored_wraps: Optional[dict] = None  # _EvaluatedWraps' answers as last saved, with their files
+        # The cache file's (inode, size, mtime_ns) when it was read: every save replaces it by a new file
+        self._cache_file_read: Optional[Tuple[int, int, int]] = None
         self._cached: Dict[str, list] = self._load_cache()  # path key -> FileEntry.stored(), as last saved
         self._entries: Dict[str, FileEntry] = {}
         self._modules: Dict[str, List[str]] = {}
@@ -931,9 +933,17 @@ class IndexBuilder:
 
     # -- per-file entries, cached by size and mtime ---------------------------------------------------
     def _load_cache(self) -> Dict[str, list]:
+        self._cache_file_read = self._cache_file_version()  # before the read: a file replaced meanwhile is read again
         files, wraps = self._read_cache_file()
         self._stored_wraps = wraps
         return files
+
+    def _cache_file_version(self) -> Optional[Tuple[int, int, int]]:
+        try:
+            found = os.stat(self.cache_file) if self.cache_file is not None else None
+        except OSError:
+            return None
+        return (found.st_ino, found.st_size, found.st_mtime_ns) if found is not None else None
 
     def _read_cache_file(self) -> Tuple[Dict[str, list], Optional[dict]]:
         """The cache file's entries and saved wrap answers; nothing when it is absent, damaged or of
@@ -961,8 +971,10 @@ class IndexBuilder:
             return
         try:
             # Another process of the same run (a flake8 worker beside this one) may have saved summaries
-            # since this one read the file: those of the same files as they are now are kept.
-            on_disk, _ = self._read_cache_file()
+            # since this one read the file: those of the same files as they are now are kept. Unchanged
+            # since (one process alone), the file holds nothing this index did not load.
+            changed = self._cache_file_version() not in (None, self._cache_file_read)
+            on_disk = self._read_cache_file()[0] if changed else {}
             files = {key: entry.completed_by(FileEntry.from_stored(on_disk.get(key))).stored()
                      for key, entry in self._entries.items()}
             wraps = self._evaluated_wraps.stored() if self._evaluated_wraps is not None else self._stored_wraps
