@@ -151,9 +151,14 @@ class _Walk:
     def __init__(self, patterns: Tuple[str, ...], root: Optional[Path], visible: Optional[Set[str]], top: str) -> None:
         # A pattern that is a plain name (most are: `build`, `.venv`) can match only an entry of that name,
         # whatever the path: a set answers it. The others are matched against every path of the entry.
-        plain = {os.path.normcase(pattern.rstrip("/")) for pattern in patterns if not _PATH_OR_GLOB.search(pattern.rstrip("/"))}
-        self.excluded_names = frozenset(plain)
-        self.path_patterns = tuple(pattern for pattern in patterns if os.path.normcase(pattern.rstrip("/")) not in plain)
+        names, path_patterns = set(), []
+        for pattern in patterns:
+            if _PATH_OR_GLOB.search(pattern.rstrip("/")):
+                path_patterns.append(pattern)
+            else:
+                names.add(os.path.normcase(pattern.rstrip("/")))
+        self.excluded_names = frozenset(names)
+        self.path_patterns = tuple(path_patterns)
         self.base = os.path.abspath(root or os.getcwd())  # exclusion patterns are relative to it
         self.visible = visible  # paths git does not ignore, relative to the walked folder
         self.top = top  # the walked folder, resolved: file symlinks must point inside it

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
 import sys
 
@@ -79,14 +82,11 @@ def test_the_projects_own_code_passes_flake8_with_its_setup_cfg():
 def test_flake8_workers_save_what_they_summarised_for_the_next_run(tmp_path):
     # flake8 checks files in worker processes, which leave without running atexit handlers: the index's
     # summaries must still reach its cache, or every run summarises the project's files again.
-    import json
-    import shutil
-
     project = tmp_path / "project"
     shutil.copytree(FIXTURES / "projects" / "seq2seq_project", project)
     cache = tmp_path / "cache"
     command = [sys.executable, "-m", "flake8", "--isolated", "--select=DPR", "-j", "2", "."]
-    environment = {**__import__("os").environ, "DP_RNN_LINT_CACHE_DIR": str(cache)}
+    environment = {**os.environ, "DP_RNN_LINT_CACHE_DIR": str(cache)}
     first = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=120, env=environment)
     assert first.returncode == 1 and ": DPR" in first.stdout, first.stderr
     [index_file] = cache.rglob("index-*.json")

@@ -83,7 +83,9 @@ def test_a_damaged_or_truncated_run_entry_is_a_miss(project, tmp_path, capsys, l
     [entry] = cache.rglob("runs/*.run")
     whole = entry.read_bytes()
     key_size = int(whole.split(b"\n", 1)[0])
-    for damaged in (b"", b"garbage", whole[: key_size // 2], whole[:-10], whole.replace(b"DPR", b"XYZ", 1)[:-1] + b"{"):
+    another_key = whole.replace(b"DPR", b"XYZ", 1)  # the first DPR is in the key (the selection)
+    assert whole.index(b"DPR") < whole.index(b"\n") + 1 + key_size
+    for damaged in (b"", b"garbage", whole[: key_size // 2], whole[:-10], another_key):
         entry.write_bytes(damaged)
         assert run(capsys, project, cache) == first
     assert len(lint_runs) == 6  # every damaged entry linted again (and the last run saved a whole one)

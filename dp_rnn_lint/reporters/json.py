@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from typing import Optional, Sequence, TextIO
 
-from ..findings import FileResult
-from ..findings import Finding
+from ..findings import FileResult, Finding
 
 
 def fix_object(finding: Finding) -> Optional[dict]:

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, TextIO
 from urllib.parse import quote
 
 from .. import __version__, docs, rules
-from ..findings import FileResult
-from ..findings import Finding, TextEdit
+from ..findings import FileResult, Finding, TextEdit
 from .text import located_problem
 
 if TYPE_CHECKING:
